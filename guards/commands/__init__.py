@@ -1,0 +1,1 @@
+"""One module per ``guards`` subcommand: ``HELP``, ``configure(parser)``, ``run(args)``."""

@@ -1,0 +1,135 @@
+"""guards session start/end/list/heartbeat."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import time
+
+from guards import output
+from guards import session as sessions
+from guards.errors import ExitCode, UsageError
+from guards.session import Session
+from guards.workspace import Workspace, touch_session
+
+HELP = "start, end, list and keep alive writer sessions"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    start = sub.add_parser("start", help="register a session; prints `export GUARDS_SESSION=...`")
+    start.add_argument("--id", help="session id (default: generated)")
+    start.add_argument("--label", default="", help="a human name for the session")
+    start.add_argument(
+        "--pid",
+        type=int,
+        help="the process whose life is the session's (default: the calling shell or agent)",
+    )
+    end = sub.add_parser("end", help="mark a session ended (default: $GUARDS_SESSION)")
+    end.add_argument("id", nargs="?")
+    lst = sub.add_parser("list", help="sessions with liveness")
+    lst.add_argument("--json", action="store_true")
+    beat = sub.add_parser("heartbeat", help="mark the session active now")
+    beat.add_argument("--session", help="default: $GUARDS_SESSION")
+
+
+def run(args: argparse.Namespace) -> int:
+    actions = {"start": _start, "end": _end, "list": _list, "heartbeat": _heartbeat}
+    return actions[args.action](args)
+
+
+def _start(args: argparse.Namespace) -> int:
+    ws = Workspace.open()
+    session_id = sessions.validate_id(args.id) if args.id else sessions.new_id()
+    pid = args.pid if args.pid is not None else os.getppid()
+    pid_start = sessions.process_start_time(pid)
+    if pid_start is None:
+        raise UsageError(f"no process with pid {pid} is running")
+    now = time.time()
+    worktree = ws.repo.worktree_key if ws.repo.toplevel is not None else None
+    with ws.ledger.transaction() as data:
+        previous = data.sessions.get(session_id)
+        record = Session(
+            id=session_id,
+            label=args.label or (previous or {}).get("label", ""),
+            host=sessions.hostname(),
+            pid=pid,
+            pid_start=pid_start,
+            worktree=worktree,
+            started=float((previous or {}).get("started", now)) if previous else now,
+            last_seen=now,
+        )
+        data.sessions[session_id] = record.to_json()
+    print(f"export {sessions.SESSION_ENV}={shlex.quote(session_id)}")
+    return ExitCode.OK
+
+
+def _end(args: argparse.Namespace) -> int:
+    ws = Workspace.open()
+    session_id = sessions.validate_id(args.id) if args.id else ws.caller
+    if session_id is None:
+        raise UsageError(f"which session? give an id or set {sessions.SESSION_ENV}")
+    with ws.ledger.transaction() as data:
+        record = data.sessions.get(session_id)
+        if record is None:
+            raise UsageError(f"no session {session_id!r} in this repository")
+        record["ended"] = True
+        record["last_seen"] = time.time()
+    return ExitCode.OK
+
+
+def _heartbeat(args: argparse.Namespace) -> int:
+    ws = Workspace.open()
+    session_id = sessions.validate_id(args.session) if args.session else ws.caller
+    if session_id is None:
+        raise UsageError(f"which session? give --session or set {sessions.SESSION_ENV}")
+    with ws.ledger.transaction() as data:
+        touch_session(data, session_id)
+    return ExitCode.OK
+
+
+def _list(args: argparse.Namespace) -> int:
+    ws = Workspace.open()
+    data = ws.ledger.read()
+    ttl = float(ws.config.get("session.ttl"))
+    counts: dict[str, int] = {}
+    for records in data.paths.values():
+        for rec in records.values():
+            owner = str(rec.get("session", ""))
+            counts[owner] = counts.get(owner, 0) + 1
+    rows = []
+    for sid in sorted(data.sessions):
+        s = Session.from_json(data.sessions[sid])
+        rows.append((s, s.liveness(ttl).value, counts.get(sid, 0)))
+    if args.json:
+        output.dump_json(
+            {
+                "sessions": [
+                    {
+                        **s.to_json(),
+                        "liveness": live,
+                        "attributed_paths": n,
+                        "caller": s.id == ws.caller,
+                    }
+                    for s, live, n in rows
+                ]
+            }
+        )
+        return ExitCode.OK
+    if not rows:
+        print("no sessions")
+        return ExitCode.OK
+    table = [
+        (
+            ("* " if s.id == ws.caller else "  ") + s.id,
+            s.label or "-",
+            live,
+            str(s.pid) if s.pid is not None else "-",
+            output.age(s.last_seen),
+            str(n),
+        )
+        for s, live, n in rows
+    ]
+    print(output.table(table, ("  SESSION", "LABEL", "STATE", "PID", "LAST SEEN", "PATHS")))
+    return ExitCode.OK

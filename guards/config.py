@@ -1,0 +1,326 @@
+"""Settings: defaults < user file < repository file < ``GUARDS_*`` environment.
+
+Tools and test suites run git with their own ``HOME`` and strip ``GIT_*`` variables, so
+every key can also come from the environment: ``rescue.max_file_size`` is
+``GUARDS_RESCUE_MAX_FILE_SIZE``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from guards.errors import UsageError
+
+CONFIG_FILE = "config.toml"
+
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1024,
+    "kb": 1024,
+    "kib": 1024,
+    "m": 1024**2,
+    "mb": 1024**2,
+    "mib": 1024**2,
+    "g": 1024**3,
+    "gb": 1024**3,
+    "gib": 1024**3,
+}
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_size(value: object) -> int:
+    """``1048576``, ``"512KiB"``, ``"50MB"``, ``"2g"`` -> bytes."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", str(value))
+    if not m or m.group(2).lower() not in _SIZE_UNITS:
+        raise ValueError("a size such as 1048576, 512KiB, 50MiB or 2GiB")
+    return int(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
+
+
+def parse_duration(value: object) -> float:
+    """``90`` (seconds), ``"30m"``, ``"2h"``, ``"14d"``, ``"1w"`` -> seconds."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", str(value))
+    if not m:
+        raise ValueError("a duration such as 90, 90s, 30m, 2h, 14d or 1w")
+    return float(m.group(1)) * _DURATION_UNITS[m.group(2) or "s"]
+
+
+def parse_bool(value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in {"1", "true", "yes", "on"}:
+        return True
+    if text in {"0", "false", "no", "off", ""}:
+        return False
+    raise ValueError("true or false")
+
+
+def parse_list(value: object) -> list[str]:
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    raise ValueError("a list of strings (comma-separated in the environment)")
+
+
+def _choice(*choices: str) -> Callable[[object], str]:
+    def parse(value: object) -> str:
+        text = str(value).strip()
+        if text not in choices:
+            raise ValueError(" | ".join(choices))
+        return text
+
+    return parse
+
+
+def _ref_namespace(value: object) -> str:
+    text = str(value).strip().rstrip("/")
+    if not re.fullmatch(r"refs/[A-Za-z0-9._/-]+", text) or ".." in text or "//" in text:
+        raise ValueError("a ref prefix such as refs/rescue or refs/heads/rescue")
+    return text
+
+
+def _string(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError("a string")
+    return value
+
+
+def _positive_int(value: object) -> int:
+    try:
+        number = int(str(value))
+    except ValueError:
+        raise ValueError("a whole number >= 1") from None
+    if number < 1:
+        raise ValueError("a whole number >= 1")
+    return number
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str
+    default: Any
+    parse: Callable[[object], Any]
+    doc: str
+
+    @property
+    def env(self) -> str:
+        return "GUARDS_" + self.name.upper().replace(".", "_")
+
+
+KEYS: dict[str, Key] = {
+    k.name: k
+    for k in (
+        Key(
+            "policy",
+            "rescue",
+            _choice("rescue", "block", "warn"),
+            "what a guarded command does when foreign or unknown work is at risk: "
+            "rescue (snapshot it, then run), block (refuse), warn (run, and say what was lost)",
+        ),
+        Key(
+            "quiet",
+            False,
+            parse_bool,
+            "keep the one-line rescue report off stderr (the rescue still happens and is listed)",
+        ),
+        Key(
+            "rescue.namespace",
+            "refs/rescue",
+            _ref_namespace,
+            "where rescue refs live; refs/heads/rescue makes them branches",
+        ),
+        Key(
+            "rescue.remote",
+            "",
+            _string,
+            "a remote to push new rescue refs to (create-only); empty: keep them local",
+        ),
+        Key(
+            "rescue.max_file_size",
+            100 * 1024**2,
+            parse_size,
+            "a rescue fails (never drops the file) when one file is larger than this",
+        ),
+        Key(
+            "rescue.max_total_size",
+            2 * 1024**3,
+            parse_size,
+            "a rescue fails when the files it must hold add up to more than this",
+        ),
+        Key(
+            "rescue.secret_patterns",
+            [".env*", "*.pem", "*.key", "id_rsa*"],
+            parse_list,
+            "file-name patterns that are rescued locally but never pushed",
+        ),
+        Key(
+            "session.ttl",
+            30 * 60.0,
+            parse_duration,
+            "a session without a pid counts as live this long after its last activity",
+        ),
+        Key(
+            "ledger.lock_timeout",
+            10.0,
+            parse_duration,
+            "how long to wait for another guards to finish writing the ledger",
+        ),
+        Key(
+            "frame.max_paths",
+            20,
+            _positive_int,
+            "how many paths `guards frame` lists before it says how many more",
+        ),
+        Key(
+            "doctor.stale_after",
+            14 * 86400.0,
+            parse_duration,
+            "dirty paths, rescues and branches untouched this long are reported by doctor",
+        ),
+    )
+}
+
+
+def user_config_path() -> Path:
+    from platformdirs import user_config_dir  # lazily: the guarded hot path rarely needs it
+
+    return Path(user_config_dir("guards")) / CONFIG_FILE
+
+
+def repo_config_path(ledger_dir: Path) -> Path:
+    return ledger_dir / CONFIG_FILE
+
+
+def _load_toml(path: Path) -> dict[str, Any]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as e:
+        raise UsageError(f"cannot read config file {path}: {e.strerror}") from e
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
+    try:
+        parsed: dict[str, Any] = tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise UsageError(f"config file {path} is not valid TOML: {e}") from e
+    return parsed
+
+
+def flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"rescue": {"remote": "x"}}`` -> ``{"rescue.remote": "x"}``."""
+    flat: dict[str, Any] = {}
+    for key, value in table.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, name + "."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def unflatten(flat: Mapping[str, Any]) -> dict[str, Any]:
+    table: dict[str, Any] = {}
+    for name, value in sorted(flat.items()):
+        *parents, leaf = name.split(".")
+        node = table
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return table
+
+
+def key(name: str) -> Key:
+    try:
+        return KEYS[name]
+    except KeyError:
+        raise UsageError(f"unknown config key {name!r}; valid keys: {', '.join(KEYS)}") from None
+
+
+def validate(name: str, value: object, origin: str) -> Any:
+    k = key(name)
+    try:
+        return k.parse(value)
+    except ValueError as e:
+        raise UsageError(f"{origin}: bad value {value!r} for {name}: expected {e}") from None
+
+
+def read_file(path: Path) -> dict[str, Any]:
+    """A config file's settings, flattened and validated."""
+    flat = flatten(_load_toml(path))
+    for name, value in flat.items():
+        if name not in KEYS:
+            raise UsageError(f"{path}: unknown config key {name!r}; valid keys: {', '.join(KEYS)}")
+        validate(name, value, str(path))
+    return flat
+
+
+def write_file(path: Path, flat: Mapping[str, Any]) -> None:
+    import tomli_w
+
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as f:
+        tomli_w.dump(unflatten(flat), f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+
+
+class Config:
+    """Resolved settings for one repository (or none, outside a repository)."""
+
+    def __init__(self, ledger_dir: Path | None, env: Mapping[str, str] | None = None) -> None:
+        self._ledger_dir = ledger_dir
+        self._env = os.environ if env is None else env
+        self._files: dict[str, Any] | None = None
+
+    def _file_values(self) -> dict[str, Any]:
+        if self._files is None:
+            values = read_file(user_config_path())
+            if self._ledger_dir is not None:
+                values.update(read_file(repo_config_path(self._ledger_dir)))
+            self._files = values
+        return self._files
+
+    def origin(self, name: str) -> str:
+        k = key(name)
+        if k.env in self._env:
+            return f"env {k.env}"
+        if self._ledger_dir is not None and name in read_file(repo_config_path(self._ledger_dir)):
+            return "repo"
+        if name in read_file(user_config_path()):
+            return "user"
+        return "default"
+
+    def get(self, name: str) -> Any:
+        k = key(name)
+        if k.env in self._env:
+            return validate(name, self._env[k.env], f"environment {k.env}")
+        values = self._file_values()
+        if name in values:
+            return k.parse(values[name])
+        return k.default
+
+    @property
+    def policy(self) -> str:
+        return str(self.get("policy"))
+
+    @property
+    def quiet(self) -> bool:
+        return bool(self.get("quiet"))

@@ -1,0 +1,139 @@
+"""The dirty set of a work tree, read from ``git status --porcelain=v2 -z``.
+
+Reading never writes: ``--no-optional-locks`` keeps git from refreshing the index.
+Renames are not detected, so a rename is a deletion plus an addition: both are work.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from guards import git
+from guards.repo import Repo
+
+ZERO_MODE = "000000"
+
+
+@dataclass(frozen=True)
+class DirtyPath:
+    """One path that differs from HEAD in the index or the work tree, or is untracked."""
+
+    path: str
+    #: git's two-letter code: index then work tree (``??`` untracked, ``!!`` ignored,
+    #: ``UU`` and friends for unmerged).
+    xy: str
+    head_mode: str = ZERO_MODE
+    index_mode: str = ZERO_MODE
+    worktree_mode: str = ZERO_MODE
+    head_oid: str = ""
+    index_oid: str = ""
+    #: A gitlink (submodule) entry: ``N...`` when not a submodule.
+    submodule: str = "N..."
+
+    @property
+    def untracked(self) -> bool:
+        return self.xy == "??"
+
+    @property
+    def ignored(self) -> bool:
+        return self.xy == "!!"
+
+    @property
+    def unmerged(self) -> bool:
+        return self.xy in {"DD", "AU", "UD", "UA", "DU", "AA", "UU"}
+
+    @property
+    def staged(self) -> bool:
+        """The index differs from HEAD."""
+        return self.xy[0] not in ".?!"
+
+    @property
+    def unstaged(self) -> bool:
+        """The work tree differs from the index."""
+        return self.xy[1] not in ".?!"
+
+    @property
+    def deleted_in_worktree(self) -> bool:
+        return self.xy[1] == "D" or (self.xy[0] == "D" and self.xy[1] == ".")
+
+    @property
+    def state(self) -> str:
+        """A short human state in git's short-status style (`` M``, ``A ``, ``??``)."""
+        return self.xy.replace(".", " ")
+
+
+def read_dirty(
+    repo: Repo,
+    *,
+    ignored: bool = False,
+    pathspecs: list[str] | None = None,
+) -> list[DirtyPath]:
+    """Every dirty path of the work tree (untracked files listed one by one)."""
+    args = [
+        "status",
+        "--porcelain=v2",
+        "-z",
+        "--no-renames",
+        "--untracked-files=all",
+        f"--ignored={'matching' if ignored else 'no'}",
+        "--ignore-submodules=none",
+    ]
+    stdin = None
+    if pathspecs is not None:
+        args += ["--pathspec-from-file=-", "--pathspec-file-nul"]
+        stdin = git.nul_join(pathspecs)
+    res = repo.run(
+        ["--literal-pathspecs", *args] if pathspecs is not None else args,
+        stdin=stdin,
+    )
+    return parse_porcelain_v2(res.stdout)
+
+
+def parse_porcelain_v2(data: bytes) -> list[DirtyPath]:
+    records = git.zsplit(data)
+    out: list[DirtyPath] = []
+    i = 0
+    while i < len(records):
+        rec = records[i]
+        i += 1
+        kind = rec[:1]
+        if kind == b"1":
+            f = rec.split(b" ", 8)
+            out.append(_entry(f[8], f[1], f[2], f[3], f[4], f[5], f[6], f[7]))
+        elif kind == b"2":
+            # Renames are off, but a copy/rename record still carries its origin after NUL.
+            f = rec.split(b" ", 9)
+            out.append(_entry(f[9], f[1], f[2], f[3], f[4], f[5], f[6], f[7]))
+            i += 1
+        elif kind == b"u":
+            f = rec.split(b" ", 10)
+            # stage 2 ("ours") stands for the index side of an unmerged path.
+            out.append(_entry(f[10], f[1], f[2], f[3], f[4], f[6], f[7], f[8]))
+        elif kind == b"?":
+            out.append(DirtyPath(path=os.fsdecode(rec[2:]), xy="??"))
+        elif kind == b"!":
+            out.append(DirtyPath(path=os.fsdecode(rec[2:]), xy="!!"))
+    return out
+
+
+def _entry(
+    path: bytes,
+    xy: bytes,
+    sub: bytes,
+    m_head: bytes,
+    m_index: bytes,
+    m_worktree: bytes,
+    h_head: bytes,
+    h_index: bytes,
+) -> DirtyPath:
+    return DirtyPath(
+        path=os.fsdecode(path),
+        xy=xy.decode(),
+        submodule=sub.decode(),
+        head_mode=m_head.decode(),
+        index_mode=m_index.decode(),
+        worktree_mode=m_worktree.decode(),
+        head_oid=h_head.decode(),
+        index_oid=h_index.decode(),
+    )

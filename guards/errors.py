@@ -1,0 +1,47 @@
+"""Exit codes and the exceptions that carry a one-line message to the user."""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    """Every exit status guards itself chooses (a guarded git passes git's own through)."""
+
+    OK = 0
+    #: `doctor` found problems, `rescue restore` left conflicts, a check answered "no".
+    FINDINGS = 1
+    #: A usage error: unknown option, bad value, path outside the repository.
+    USAGE = 2
+    #: An internal error (a bug): reported with a pointer to the log, never a traceback.
+    INTERNAL = 3
+    #: Guards cannot give a trustworthy answer (unreadable ledger, failed git call, ...).
+    UNKNOWN_STATE = 4
+    #: A guarded command was refused: foreign or unknown work at risk under policy
+    #: `block`, or a rescue failed or could not be verified.
+    REFUSED = 20
+
+
+class GuardsError(Exception):
+    """A problem the user can fix; printed as one line, never as a traceback."""
+
+    exit_code: ExitCode = ExitCode.USAGE
+
+    def __init__(self, message: str, *, exit_code: ExitCode | None = None) -> None:
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class UsageError(GuardsError):
+    exit_code = ExitCode.USAGE
+
+
+class UnknownStateError(GuardsError):
+    """Guards could not see something it needs; principle 2 says: refuse, never guess."""
+
+    exit_code = ExitCode.UNKNOWN_STATE
+
+
+class RefusedError(GuardsError):
+    exit_code = ExitCode.REFUSED

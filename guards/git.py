@@ -1,0 +1,155 @@
+"""The one place that runs git.
+
+Every call goes to the *real* git (never the guards shim), reads use
+``--no-optional-locks`` so that looking never rewrites the index's stat cache, and
+output is parsed from git's NUL-separated machine formats only.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from guards.errors import ExitCode, GuardsError
+
+#: The environment variable that names the real git explicitly (the shim sets it).
+REAL_GIT_ENV = "GUARDS_REAL_GIT"
+#: A line every guards shim carries, so that the search for the real git skips it.
+SHIM_MARKER = b"guards-shim: this is not the real git"
+
+_real_git_cache: str | None = None
+
+
+class GitError(GuardsError):
+    """A git call failed; carries the command, exit status and git's own words."""
+
+    exit_code = ExitCode.UNKNOWN_STATE
+
+    def __init__(self, args: Sequence[str], returncode: int, stderr: bytes) -> None:
+        self.args_ = list(args)
+        self.returncode = returncode
+        self.stderr = stderr
+        first = _first_line(stderr) or "no message"
+        shown = " ".join(a if len(a) < 60 else a[:57] + "..." for a in self.args_[:6])
+        super().__init__(f"git {shown} failed (exit {returncode}): {first}")
+
+
+class GitNotFoundError(GuardsError):
+    exit_code = ExitCode.UNKNOWN_STATE
+
+
+def _first_line(data: bytes) -> str:
+    for line in data.decode("utf-8", "replace").splitlines():
+        line = line.strip()
+        if line:
+            return line
+    return ""
+
+
+def _is_shim(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return SHIM_MARKER in f.read(1024)
+    except OSError:
+        return False
+
+
+def find_real_git(path_env: str | None = None, skip_dirs: Iterable[str] = ()) -> str | None:
+    """The first executable ``git`` on PATH that is not a guards shim."""
+    skipped = {os.path.realpath(d) for d in skip_dirs}
+    for directory in (path_env if path_env is not None else os.environ.get("PATH", "")).split(
+        os.pathsep
+    ):
+        if not directory or os.path.realpath(directory) in skipped:
+            continue
+        candidate = os.path.join(directory, "git")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK) and not _is_shim(candidate):
+            return candidate
+    return None
+
+
+def real_git() -> str:
+    """Path of the real git: ``$GUARDS_REAL_GIT`` if set, else the first non-shim on PATH."""
+    global _real_git_cache
+    if _real_git_cache is None:
+        explicit = os.environ.get(REAL_GIT_ENV)
+        if explicit:
+            if _is_shim(explicit) or not os.access(explicit, os.X_OK):
+                raise GitNotFoundError(
+                    f"{REAL_GIT_ENV}={explicit} is not an executable real git; "
+                    f"point it at git itself or unset it"
+                )
+            _real_git_cache = explicit
+        else:
+            found = find_real_git()
+            if found is None:
+                raise GitNotFoundError("git not found on PATH; install git or set GUARDS_REAL_GIT")
+            _real_git_cache = found
+    return _real_git_cache
+
+
+@dataclass(frozen=True)
+class Result:
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+
+def run(
+    args: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    stdin: bytes | None = None,
+    check: bool = True,
+    readonly: bool = True,
+) -> Result:
+    """Run the real git; raise :class:`GitError` on failure when ``check``.
+
+    ``readonly`` adds ``--no-optional-locks``: git then never refreshes the index's stat
+    cache, which would otherwise rewrite the very index guards promise not to touch.
+    """
+    argv = [real_git()]
+    if readonly:
+        argv.append("--no-optional-locks")
+    argv.extend(args)
+    run_env = dict(os.environ if env is None else env)
+    if extra_env:
+        run_env.update(extra_env)
+    try:
+        proc = subprocess.run(
+            argv,
+            cwd=cwd,
+            env=run_env,
+            input=stdin if stdin is not None else b"",
+            capture_output=True,
+            check=False,
+        )
+    except OSError as e:
+        raise GitNotFoundError(f"cannot run git ({argv[0]}): {e.strerror}") from e
+    if check and proc.returncode != 0:
+        raise GitError(args, proc.returncode, proc.stderr)
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def zsplit(data: bytes) -> list[bytes]:
+    """Split NUL-terminated git output into its records."""
+    if not data:
+        return []
+    parts = data.split(b"\0")
+    if parts[-1] == b"":
+        parts.pop()
+    return parts
+
+
+def nul_join(paths: Iterable[str]) -> bytes:
+    """Paths as NUL-terminated bytes, for ``--pathspec-from-file=- --pathspec-file-nul``."""
+    return b"".join(os.fsencode(p) + b"\0" for p in paths)
+
+
+def strip_newline(data: bytes) -> bytes:
+    """Remove exactly one trailing newline (never other whitespace: names may end in one)."""
+    return data[:-1] if data.endswith(b"\n") else data

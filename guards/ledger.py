@@ -1,0 +1,225 @@
+"""The per-repository ledger: sessions, worktrees, path attributions, the rescue log.
+
+It lives in ``$(git rev-parse --git-common-dir)/guards/ledger.json``, shared by every
+linked worktree and never committed. Writers hold a ``filelock`` lock (an OS lock: a
+writer killed with SIGKILL releases it) and replace the file atomically (temp file,
+fsync, rename, fsync of the directory), so readers need no lock at all.
+
+A ledger guards cannot trust is never silently replaced. A corrupt or truncated one is
+moved aside (``ledger.json.corrupt-<time>``) and reported; one written by a newer guards
+is left in place untouched (moving it would wreck the newer guards' state) and read as
+unknown. Either way every ownership answer becomes "unknown", which means: rescue.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from guards.errors import UnknownStateError
+
+SCHEMA = 1
+LEDGER_FILE = "ledger.json"
+LOCK_FILE = "ledger.lock"
+CORRUPT_SUFFIX = ".corrupt-"
+
+
+class LedgerUnreadableError(UnknownStateError):
+    """The ledger exists but cannot be trusted; ownership is unknown."""
+
+
+class LedgerLockTimeoutError(UnknownStateError):
+    pass
+
+
+@dataclass
+class LedgerData:
+    """The ledger's content. Values are plain JSON so that unknown fields survive."""
+
+    sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: worktree top level -> path -> attribution record
+    paths: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    rescues: list[dict[str, Any]] = field(default_factory=list)
+    worktrees: dict[str, dict[str, Any]] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.extra,
+            "schema": SCHEMA,
+            "sessions": self.sessions,
+            "paths": self.paths,
+            "rescues": self.rescues,
+            "worktrees": self.worktrees,
+        }
+
+    @classmethod
+    def from_json(cls, doc: object) -> LedgerData:
+        if not isinstance(doc, dict):
+            raise ValueError("top level is not an object")
+        sections = {"sessions": dict, "paths": dict, "rescues": list, "worktrees": dict}
+        for name, kind in sections.items():
+            if not isinstance(doc.get(name, kind()), kind):
+                raise ValueError(f"{name!r} is not a JSON {kind.__name__}")
+        for worktree_paths in doc.get("paths", {}).values():
+            if not isinstance(worktree_paths, dict):
+                raise ValueError("'paths' holds a non-object")
+        return cls(
+            sessions=doc.get("sessions", {}),
+            paths=doc.get("paths", {}),
+            rescues=doc.get("rescues", []),
+            worktrees=doc.get("worktrees", {}),
+            extra={k: v for k, v in doc.items() if k not in sections and k != "schema"},
+        )
+
+
+class Ledger:
+    def __init__(self, directory: Path, lock_timeout: float = 10.0) -> None:
+        self.directory = directory
+        self.path = directory / LEDGER_FILE
+        self.lock_path = directory / LOCK_FILE
+        self.lock_timeout = lock_timeout
+
+    # -- reading (no lock: writers replace the file atomically) -----------------------
+
+    def read(self) -> LedgerData:
+        """The ledger's content; empty when there is none yet.
+
+        Raises :class:`LedgerUnreadableError` (after keeping a corrupt file aside).
+        """
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return LedgerData()
+        except OSError as e:
+            raise LedgerUnreadableError(
+                f"ledger {self.path} is unreadable ({e.strerror}); ownership is unknown"
+            ) from e
+        return self._parse(raw)
+
+    def _parse(self, raw: bytes) -> LedgerData:
+        try:
+            doc = json.loads(raw)
+            schema = doc.get("schema") if isinstance(doc, dict) else None
+            if isinstance(schema, int) and not isinstance(schema, bool) and schema > SCHEMA:
+                raise LedgerUnreadableError(
+                    f"ledger {self.path} was written by a newer guards (schema {schema}, "
+                    f"this guards reads {SCHEMA}); left untouched, ownership is unknown: "
+                    f"upgrade guards"
+                )
+            if schema != SCHEMA:
+                raise ValueError(f"schema is {schema!r}, expected {SCHEMA}")
+            return LedgerData.from_json(doc)
+        except (ValueError, UnicodeDecodeError) as e:
+            aside = self._keep_aside(raw)
+            raise LedgerUnreadableError(
+                f"ledger {self.path} was corrupt ({_short(e)}); kept aside as {aside.name}, "
+                f"ownership is unknown until sessions record again"
+            ) from e
+
+    def _keep_aside(self, raw: bytes) -> Path:
+        """Move a corrupt ledger out of the way, once, under the lock."""
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        aside = self.directory / f"{LEDGER_FILE}{CORRUPT_SUFFIX}{stamp}-{os.getpid()}"
+        try:
+            with self._lock():
+                try:
+                    current = self.path.read_bytes()
+                except FileNotFoundError:
+                    return aside  # someone else kept it aside already
+                if current == raw:
+                    os.replace(self.path, aside)
+                    _fsync_dir(self.directory)
+        except OSError as e:
+            raise LedgerUnreadableError(
+                f"ledger {self.path} is corrupt and could not be kept aside ({e.strerror}); "
+                f"move it away by hand"
+            ) from e
+        return aside
+
+    def kept_aside(self) -> list[Path]:
+        """Corrupt ledgers moved aside earlier (doctor reports them)."""
+        try:
+            return sorted(p for p in self.directory.iterdir() if CORRUPT_SUFFIX in p.name)
+        except OSError:
+            return []
+
+    # -- writing -----------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[LedgerData]:
+        """Lock, read, let the caller change the data, write it back atomically.
+
+        Nothing is written when the body raises.
+        """
+        self._ensure_directory()
+        with self._lock():
+            data = self.read()
+            yield data
+            self._write(data)
+
+    def _ensure_directory(self) -> None:
+        try:
+            self.directory.mkdir(mode=0o700, exist_ok=True)
+        except OSError as e:
+            raise UnknownStateError(
+                f"cannot create the ledger directory {self.directory}: {e.strerror}"
+            ) from e
+
+    @contextlib.contextmanager
+    def _lock(self) -> Iterator[None]:
+        # Imported here: filelock costs ~30 ms to import and readers never need it.
+        import filelock
+
+        lock = filelock.FileLock(str(self.lock_path), timeout=self.lock_timeout, mode=0o600)
+        try:
+            lock.acquire()
+        except filelock.Timeout:
+            raise LedgerLockTimeoutError(
+                f"the ledger lock {self.lock_path} stayed busy for {self.lock_timeout:g}s; "
+                f"another guards is writing (raise ledger.lock_timeout to wait longer)"
+            ) from None
+        except OSError as e:
+            raise UnknownStateError(f"cannot lock the ledger {self.lock_path}: {e.strerror}") from e
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def _write(self, data: LedgerData) -> None:
+        payload = json.dumps(data.to_json(), separators=(",", ":"), sort_keys=True).encode()
+        tmp = self.directory / f".{LEDGER_FILE}.tmp-{os.getpid()}"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                view = memoryview(payload)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, self.path)
+            _fsync_dir(self.directory)
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise UnknownStateError(f"cannot write the ledger {self.path}: {e.strerror}") from e
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _short(e: Exception) -> str:
+    text = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return text[:80]

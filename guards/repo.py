@@ -1,0 +1,147 @@
+"""Repository discovery: where the work tree, the git dir and the shared common dir are."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from guards import git
+from guards.errors import ExitCode, GuardsError
+
+_DISCOVERY_FLAGS = (
+    "--is-bare-repository",
+    "--is-inside-work-tree",
+    "--show-object-format",
+    "--absolute-git-dir",
+    "--path-format=absolute",
+    "--git-common-dir",
+    "--show-prefix",
+    "--show-toplevel",
+)
+#: How many lines the flags above print (``--path-format`` prints nothing).
+_DISCOVERY_LINES = 7
+
+
+class NotARepositoryError(GuardsError):
+    exit_code = ExitCode.USAGE
+
+
+class NoWorkTreeError(GuardsError):
+    exit_code = ExitCode.USAGE
+
+
+@dataclass(frozen=True)
+class Repo:
+    git_dir: Path
+    common_dir: Path
+    toplevel: Path | None
+    prefix: str
+    is_bare: bool
+    object_format: str
+
+    @property
+    def is_linked_worktree(self) -> bool:
+        return self.git_dir != self.common_dir
+
+    @property
+    def ledger_dir(self) -> Path:
+        """Per repository, shared by every linked worktree, never committed."""
+        return self.common_dir / "guards"
+
+    @property
+    def worktree(self) -> Path:
+        """The top level of the work tree; a clear error in a bare repository."""
+        if self.toplevel is None:
+            raise NoWorkTreeError(f"{self.git_dir} has no work tree (bare repository or .git dir)")
+        return self.toplevel
+
+    @property
+    def worktree_key(self) -> str:
+        """How the ledger names this work tree."""
+        return os.fsdecode(self.worktree)
+
+    def run(
+        self,
+        args: list[str],
+        *,
+        check: bool = True,
+        stdin: bytes | None = None,
+        extra_env: dict[str, str] | None = None,
+        readonly: bool = True,
+    ) -> git.Result:
+        """git with this repository's work tree (or git dir, when bare) as cwd."""
+        return git.run(
+            args,
+            cwd=self.toplevel or self.git_dir,
+            check=check,
+            stdin=stdin,
+            extra_env=extra_env,
+            readonly=readonly,
+        )
+
+    def head(self) -> str | None:
+        """HEAD's commit id, or None on an unborn branch."""
+        res = self.run(["rev-parse", "--verify", "-q", "HEAD^{commit}"], check=False)
+        if res.returncode != 0:
+            return None
+        return res.stdout.decode().strip()
+
+    def head_ref(self) -> str | None:
+        """The branch HEAD points at (``refs/heads/...``), or None when detached."""
+        res = self.run(["symbolic-ref", "-q", "HEAD"], check=False)
+        if res.returncode != 0:
+            return None
+        return os.fsdecode(git.strip_newline(res.stdout))
+
+    def operations_in_progress(self) -> list[str]:
+        """merge, rebase, cherry-pick, revert, am, bisect: read from the git dir's markers."""
+        found: list[str] = []
+        gd = self.git_dir
+        if (gd / "rebase-merge").is_dir():
+            found.append("rebase")
+        if (gd / "rebase-apply").is_dir():
+            found.append("am" if (gd / "rebase-apply" / "applying").exists() else "rebase")
+        if (gd / "MERGE_HEAD").exists():
+            found.append("merge")
+        if (gd / "CHERRY_PICK_HEAD").exists() or (gd / "sequencer" / "todo").exists():
+            found.append("cherry-pick")
+        if (gd / "REVERT_HEAD").exists():
+            found.append("revert")
+        if (gd / "BISECT_LOG").exists():
+            found.append("bisect")
+        return found
+
+
+def discover(cwd: str | os.PathLike[str] | None = None) -> Repo:
+    """The repository containing ``cwd``, from one ``git rev-parse`` call."""
+    res = git.run(["rev-parse", *_DISCOVERY_FLAGS], cwd=cwd, check=False)
+    lines = res.stdout.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    if res.returncode != 0 and len(lines) < _DISCOVERY_LINES - 1:
+        msg = res.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise NotARepositoryError(
+            (msg[-1] if msg else "not a git repository").removeprefix("fatal: ")
+        )
+    if len(lines) not in (_DISCOVERY_LINES - 1, _DISCOVERY_LINES):
+        # A path holding a newline: ask for each value on its own.
+        lines = [
+            _single(flag, cwd) for flag in _DISCOVERY_FLAGS if flag != "--path-format=absolute"
+        ]
+    bare, inside, fmt, git_dir, common_dir, prefix = lines[:6]
+    toplevel = lines[6] if len(lines) == _DISCOVERY_LINES and inside == b"true" else None
+    return Repo(
+        git_dir=Path(os.fsdecode(git_dir)),
+        common_dir=Path(os.fsdecode(common_dir)),
+        toplevel=Path(os.fsdecode(toplevel)) if toplevel else None,
+        prefix=os.fsdecode(prefix),
+        is_bare=bare == b"true",
+        object_format=fmt.decode() or "sha1",
+    )
+
+
+def _single(flag: str, cwd: str | os.PathLike[str] | None) -> bytes:
+    args = ["rev-parse", "--path-format=absolute", flag]
+    res = git.run(args, cwd=cwd, check=False)
+    return git.strip_newline(res.stdout) if res.returncode == 0 else b""
