@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from guards.errors import UsageError
+from guards.errors import UnknownStateError, UsageError
 
 CONFIG_FILE = "config.toml"
 
@@ -209,7 +209,7 @@ def _load_toml(path: Path) -> dict[str, Any]:
     except FileNotFoundError:
         return {}
     except OSError as e:
-        raise UsageError(f"cannot read config file {path}: {e.strerror}") from e
+        raise UnknownStateError(f"cannot read config file {path}: {e.strerror}") from e
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - exercised on 3.10 only

@@ -79,15 +79,10 @@ def read_dirty(
         f"--ignored={'matching' if ignored else 'no'}",
         "--ignore-submodules=none",
     ]
-    stdin = None
     if pathspecs is not None:
-        args += ["--pathspec-from-file=-", "--pathspec-file-nul"]
-        stdin = git.nul_join(pathspecs)
-    res = repo.run(
-        ["--literal-pathspecs", *args] if pathspecs is not None else args,
-        stdin=stdin,
-    )
-    return parse_porcelain_v2(res.stdout)
+        # `status` has no --pathspec-from-file; literal so that `*` in a name is no glob.
+        args = ["--literal-pathspecs", *args, "--", *pathspecs]
+    return parse_porcelain_v2(repo.run(args).stdout)
 
 
 def parse_porcelain_v2(data: bytes) -> list[DirtyPath]:

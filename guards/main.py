@@ -19,6 +19,7 @@ COMMANDS: dict[str, str] = {
     "record": "record",
     "status": "status",
     "config": "config",
+    "hook": "hook",
 }
 
 
@@ -34,7 +35,8 @@ def _module(name: str) -> ModuleType:
     return importlib.import_module(f"guards.commands.{COMMANDS[name]}")
 
 
-def build_parser() -> Parser:
+def build_parser(only: str | None = None) -> Parser:
+    """The parser; with ``only``, just that subcommand's module is imported (speed)."""
     parser = Parser(
         prog="guards",
         description="Keeps uncommitted work alive in git checkouts that several writers share.",
@@ -42,6 +44,9 @@ def build_parser() -> Parser:
     parser.add_argument("--version", action="version", version=f"guards {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name in COMMANDS:
+        if only is not None and name != only:
+            sub.add_parser(name)  # never parsed: the command line names `only`
+            continue
         module = _module(name)
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.configure(p)
@@ -52,7 +57,8 @@ def build_parser() -> Parser:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     try:
-        parser = build_parser()
+        first = args_list[0] if args_list else None
+        parser = build_parser(first if first in COMMANDS else None)
         args = parser.parse_args(args_list)
         handler = getattr(args, "handler", None)
         if handler is None:

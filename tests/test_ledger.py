@@ -1,0 +1,192 @@
+"""The ledger: concurrent writers, a SIGKILLed lock holder, untrustworthy files."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from guards.ledger import SCHEMA, Ledger, LedgerUnreadableError
+from tests.conftest import git, run_guards
+
+
+def ledger_file(repo: Path) -> Path:
+    return repo / ".git" / "guards" / "ledger.json"
+
+
+def test_ledger_lives_in_common_dir_shared_by_linked_worktrees(repo: Path, tmp_path: Path) -> None:
+    git(repo, "worktree", "add", "-q", str(tmp_path / "wt"))
+    (tmp_path / "wt" / "new.txt").write_text("x")
+    res = run_guards("record", "--session", "alice", "new.txt", cwd=tmp_path / "wt")
+    assert res.returncode == 0, res.stderr
+    data = json.loads(ledger_file(repo).read_text())
+    assert data["schema"] == SCHEMA
+    assert "new.txt" in data["paths"][str((tmp_path / "wt").resolve())]
+
+
+def test_ledger_files_are_owner_only(repo: Path) -> None:
+    (repo / "a").write_text("x")
+    assert run_guards("record", "--session", "s1", "a", cwd=repo).returncode == 0
+    assert ledger_file(repo).stat().st_mode & 0o077 == 0
+    assert ledger_file(repo).parent.stat().st_mode & 0o077 == 0
+
+
+def test_ledger_is_never_committed(repo: Path) -> None:
+    (repo / "a").write_text("x")
+    run_guards("record", "--session", "s1", "a", cwd=repo)
+    assert "guards" not in git(repo, "status", "--porcelain", "--ignored")
+
+
+_WRITER = """
+import sys
+from guards.workspace import Workspace
+from guards.commands.record import record_paths
+ws = Workspace.open()
+record_paths(ws, sys.argv[1], [f"{sys.argv[1]}/f{i}" for i in range(200)])
+"""
+
+
+def test_sixteen_concurrent_writers_lose_no_attribution(repo: Path) -> None:
+    sessions = [f"writer{n}" for n in range(16)]
+    for s in sessions:
+        (repo / s).mkdir()
+        for i in range(200):
+            (repo / s / f"f{i}").write_text(f"{s} {i}\n")
+    env = {**os.environ, "GUARDS_LEDGER_LOCK_TIMEOUT": "120"}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _WRITER, s], cwd=repo, env=env) for s in sessions
+    ]
+    assert [p.wait(timeout=180) for p in procs] == [0] * 16
+    data = json.loads(ledger_file(repo).read_text())
+    records = data["paths"][str(repo.resolve())]
+    assert len(records) == 3200
+    assert all(records[f"{s}/f{i}"]["session"] == s for s in sessions for i in range(200))
+    assert set(data["sessions"]) == set(sessions)
+
+
+_HOLDER = """
+import sys, time
+from pathlib import Path
+from guards.ledger import Ledger
+ledger = Ledger(Path(sys.argv[1]))
+ledger._ensure_directory()
+with ledger._lock():
+    print("locked", flush=True)
+    time.sleep(600)
+"""
+
+
+def _hold_lock(repo: Path) -> subprocess.Popen[str]:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(repo / ".git" / "guards")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None
+    assert holder.stdout.readline().strip() == "locked"
+    return holder
+
+
+def test_busy_lock_is_a_one_line_error_not_a_hang(repo: Path) -> None:
+    (repo / "a").write_text("x")
+    holder = _hold_lock(repo)
+    try:
+        res = run_guards(
+            "record", "--session", "s", "a", cwd=repo, env={"GUARDS_LEDGER_LOCK_TIMEOUT": "0.5"}
+        )
+    finally:
+        holder.kill()
+        holder.wait()
+    assert res.returncode == 4
+    assert res.stderr.count("\n") == 1 and "lock" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_lock_holder_killed_with_sigkill_does_not_block_next_caller(repo: Path) -> None:
+    (repo / "a").write_text("x")
+    holder = _hold_lock(repo)
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait()
+    start = time.monotonic()
+    res = run_guards(
+        "record", "--session", "s", "a", cwd=repo, env={"GUARDS_LEDGER_LOCK_TIMEOUT": "5"}
+    )
+    assert res.returncode == 0, res.stderr
+    assert time.monotonic() - start < 5
+    assert "a" in json.loads(ledger_file(repo).read_text())["paths"][str(repo.resolve())]
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b'{"schema": 1, "sessions": {', "truncated"),
+        (b"\x00\x01garbage", "corrupt"),
+        (b'{"schema": 1, "sessions": []}', "wrong shape"),
+        (b'{"sessions": {}}', "no schema"),
+    ],
+)
+def test_untrustworthy_ledger_is_kept_aside_and_ownership_becomes_unknown(
+    repo: Path, content: bytes, why: str
+) -> None:
+    (repo / "a").write_text("x")
+    assert run_guards("record", "--session", "alice", "a", cwd=repo).returncode == 0
+    ledger_file(repo).write_bytes(content)
+    res = run_guards("status", "--json", cwd=repo, env={"GUARDS_SESSION": "alice"})
+    assert res.returncode == 4, why
+    assert res.stderr.count("\n") == 1 and "kept aside" in res.stderr
+    assert "Traceback" not in res.stderr
+    assert [p["class"] for p in json.loads(res.stdout)["paths"]] == ["unknown"]
+    aside = list((repo / ".git" / "guards").glob("ledger.json.corrupt-*"))
+    assert len(aside) == 1 and aside[0].read_bytes() == content
+    # The next writer starts afresh; the kept-aside file is never overwritten.
+    assert run_guards("record", "--session", "alice", "a", cwd=repo).returncode == 0
+    assert aside[0].read_bytes() == content
+
+
+def test_newer_schema_ledger_is_left_untouched_and_read_as_unknown(repo: Path) -> None:
+    (repo / "a").write_text("x")
+    newer = json.dumps({"schema": SCHEMA + 1, "sessions": {}, "future": True}).encode()
+    ledger_file(repo).parent.mkdir()
+    ledger_file(repo).write_bytes(newer)
+    res = run_guards("status", "--json", cwd=repo)
+    assert res.returncode == 4
+    assert "newer guards" in res.stderr and res.stderr.count("\n") == 1
+    assert json.loads(res.stdout)["paths"][0]["class"] == "unknown"
+    rec = run_guards("record", "--session", "alice", "a", cwd=repo)
+    assert rec.returncode == 4 and "newer guards" in rec.stderr
+    assert ledger_file(repo).read_bytes() == newer
+
+
+def test_unreadable_ledger_is_reported_not_replaced(repo: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root reads files regardless of their mode")
+    ledger_file(repo).parent.mkdir()
+    ledger_file(repo).write_text("{}")
+    ledger_file(repo).chmod(0)
+    with pytest.raises(LedgerUnreadableError):
+        Ledger(ledger_file(repo).parent).read()
+
+
+def test_failed_transaction_writes_nothing(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "guards")
+    with ledger.transaction() as data:
+        data.sessions["a"] = {"id": "a"}
+    with pytest.raises(RuntimeError), ledger.transaction() as data:
+        data.sessions["b"] = {"id": "b"}
+        raise RuntimeError("boom")
+    assert set(ledger.read().sessions) == {"a"}
+
+
+def test_unknown_fields_survive_a_rewrite(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "guards")
+    ledger.directory.mkdir()
+    ledger.path.write_text(json.dumps({"schema": SCHEMA, "sessions": {}, "later": [1]}))
+    with ledger.transaction() as data:
+        data.sessions["a"] = {"id": "a"}
+    assert json.loads(ledger.path.read_text())["later"] == [1]

@@ -1,0 +1,212 @@
+"""guards record and guards status: attribution, ownership classes, any file name."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import git, run_guards
+
+ALICE = {"GUARDS_SESSION": "alice"}
+BOB = {"GUARDS_SESSION": "bob"}
+
+
+def status(
+    repo: Path, env: dict[str, str] | None = None, *args: str
+) -> dict[str, dict[str, object]]:
+    res = run_guards("status", "--json", *args, cwd=repo, env=env)
+    assert res.returncode == 0, res.stderr
+    return {p["path"]: p for p in json.loads(res.stdout)["paths"]}
+
+
+def test_recorded_path_is_mine_for_its_session_and_foreign_for_others(repo: Path) -> None:
+    (repo / "README").write_text("alice was here\n")
+    assert run_guards("record", "README", cwd=repo, env=ALICE).returncode == 0
+    assert status(repo, ALICE)["README"]["class"] == "mine"
+    assert status(repo, BOB)["README"]["class"] == "foreign"
+    assert status(repo, BOB)["README"]["owner"] == "alice"
+    # Unidentified callers own nothing.
+    assert status(repo)["README"]["class"] == "foreign"
+
+
+def test_unrecorded_dirty_path_is_unknown_with_mtime_age(repo: Path) -> None:
+    (repo / "src" / "app.py").write_text("changed\n")
+    os.utime(repo / "src" / "app.py", (time.time() - 7200, time.time() - 7200))
+    entry = status(repo, ALICE)["src/app.py"]
+    assert entry["class"] == "unknown" and entry["owner"] is None
+    assert entry["since_source"] == "mtime" and 7100 < entry["age_seconds"] < 7400  # type: ignore[operator]
+
+
+def test_path_changed_after_recording_has_no_known_owner(repo: Path) -> None:
+    (repo / "README").write_text("alice\n")
+    run_guards("record", "README", cwd=repo, env=ALICE)
+    (repo / "README").write_text("bob overwrote it, longer\n")
+    assert status(repo, ALICE)["README"]["class"] == "unknown"
+
+
+def test_touch_without_content_change_keeps_the_owner(repo: Path) -> None:
+    (repo / "README").write_text("alice\n")
+    run_guards("record", "README", cwd=repo, env=ALICE)
+    os.utime(repo / "README", (time.time() + 5, time.time() + 5))
+    assert status(repo, ALICE)["README"]["class"] == "mine"
+
+
+def test_same_size_rewrite_is_detected(repo: Path) -> None:
+    (repo / "README").write_text("aaaa\n")
+    run_guards("record", "README", cwd=repo, env=ALICE)
+    time.sleep(0.01)
+    (repo / "README").write_text("bbbb\n")
+    assert status(repo, ALICE)["README"]["class"] == "unknown"
+
+
+def test_deletion_is_recorded_as_a_deletion(repo: Path) -> None:
+    (repo / "README").unlink()
+    assert run_guards("record", "README", cwd=repo, env=ALICE).returncode == 0
+    entry = status(repo, BOB)["README"]
+    assert entry["class"] == "foreign" and entry["state"] == ".D"
+    (repo / "README").write_text("resurrected by someone\n")
+    assert status(repo, BOB)["README"]["class"] == "unknown"
+
+
+def test_staged_and_untracked_and_ignored_paths_are_listed(repo: Path) -> None:
+    (repo / ".gitignore").write_text("*.log\n")
+    (repo / "new.txt").write_text("n\n")
+    (repo / "debug.log").write_text("l\n")
+    (repo / "README").write_text("staged\n")
+    git(repo, "add", "README")
+    plain = status(repo)
+    assert plain["README"]["staged"] is True and plain["README"]["unstaged"] is False
+    assert plain["new.txt"]["untracked"] is True
+    assert "debug.log" not in plain
+    assert status(repo, None, "--ignored")["debug.log"]["ignored"] is True
+
+
+def test_record_paths_are_relative_to_the_current_directory(repo: Path) -> None:
+    (repo / "src" / "app.py").write_text("x\n")
+    assert run_guards("record", "app.py", cwd=repo / "src", env=ALICE).returncode == 0
+    assert status(repo, ALICE)["src/app.py"]["class"] == "mine"
+
+
+def test_record_a_directory_records_its_dirty_files(repo: Path) -> None:
+    (repo / "src" / "app.py").write_text("x\n")
+    (repo / "src" / "new.py").write_text("y\n")
+    assert run_guards("record", "src", cwd=repo, env=ALICE).returncode == 0
+    st = status(repo, ALICE)
+    assert st["src/app.py"]["class"] == "mine" and st["src/new.py"]["class"] == "mine"
+
+
+def test_record_outside_the_repository_is_a_one_line_error(repo: Path, tmp_path: Path) -> None:
+    (tmp_path / "elsewhere").write_text("x")
+    res = run_guards("record", str(tmp_path / "elsewhere"), cwd=repo, env=ALICE)
+    assert res.returncode == 2 and "outside the repository" in res.stderr
+    assert res.stderr.count("\n") == 1
+
+
+def test_record_without_a_session_is_a_one_line_error(repo: Path) -> None:
+    res = run_guards("record", "README", cwd=repo)
+    assert res.returncode == 2 and "GUARDS_SESSION" in res.stderr
+
+
+def test_record_outside_a_repository_is_a_one_line_error(tmp_path: Path) -> None:
+    res = run_guards("record", "x", cwd=tmp_path, env=ALICE)
+    assert (
+        res.returncode == 2 and res.stderr.count("\n") == 1 and "not a git repository" in res.stderr
+    )
+
+
+def test_recording_creates_the_session(repo: Path) -> None:
+    (repo / "README").write_text("x\n")
+    run_guards("record", "--session", "newbie", "README", cwd=repo)
+    res = run_guards("session", "list", "--json", cwd=repo)
+    assert [s["id"] for s in json.loads(res.stdout)["sessions"]] == ["newbie"]
+
+
+def test_committed_paths_stop_being_attributed(repo: Path) -> None:
+    (repo / "README").write_text("x\n")
+    (repo / "other").write_text("y\n")
+    run_guards("record", "README", "other", cwd=repo, env=ALICE)
+    git(repo, "commit", "-qam", "take README")
+    status(repo, ALICE)
+    ledger = json.loads((repo / ".git" / "guards" / "ledger.json").read_text())
+    assert set(ledger["paths"][str(repo.resolve())]) == {"other"}
+
+
+def test_ignored_recorded_path_keeps_its_attribution(repo: Path) -> None:
+    (repo / ".gitignore").write_text(".env\n")
+    (repo / ".env").write_text("SECRET=1\n")
+    run_guards("record", ".env", cwd=repo, env=ALICE)
+    status(repo, ALICE)
+    assert status(repo, BOB, "--ignored")[".env"]["class"] == "foreign"
+
+
+WEIRD_NAMES = [
+    "with space.txt",
+    "new\nline.txt",
+    "tab\there.txt",
+    'quote"d.txt',
+    "single'quote.txt",
+    "back\\slash.txt",
+    "-leading-dash.txt",
+    "ünïcødé.txt",
+    os.fsdecode(b"latin1-\xe9\xff.txt"),
+    "star*.txt",
+]
+
+
+@pytest.mark.parametrize("name", WEIRD_NAMES)
+def test_any_file_name_round_trips_through_record_and_status_json(repo: Path, name: str) -> None:
+    (repo / os.fsencode(name).decode("utf-8", "surrogateescape")).write_bytes(b"content\n")
+    res = run_guards("record", "--", name, cwd=repo, env=ALICE)
+    assert res.returncode == 0, res.stderr
+    st = status(repo, ALICE)
+    assert name in st, list(st)
+    assert st[name]["class"] == "mine"
+    assert os.fsencode(name) in os.listdir(os.fsencode(repo))
+
+
+def test_status_text_is_aligned_and_quotes_odd_names(repo: Path) -> None:
+    (repo / "README").write_text("a\n")
+    (repo / "new\nline").write_text("b\n")
+    run_guards("record", "README", cwd=repo, env=ALICE)
+    res = run_guards("status", cwd=repo, env=ALICE)
+    lines = res.stdout.splitlines()
+    assert lines[0].split() == ["ST", "OWNER", "CLASS", "AGE", "PATH"]
+    assert len(lines) == 3
+    readme = next(line for line in lines if line.endswith("README"))
+    assert readme.split()[:3] == ["M", "alice", "mine"]
+    assert any(line.endswith('"new\\nline"') for line in lines)
+    assert len({line.index(lines[0].split()[-1]) for line in lines[:1]}) == 1
+
+
+def test_clean_tree_says_nothing_dirty(repo: Path) -> None:
+    res = run_guards("status", cwd=repo)
+    assert res.returncode == 0 and res.stdout == "nothing dirty\n"
+
+
+def test_status_in_a_linked_worktree_sees_its_own_paths(repo: Path, tmp_path: Path) -> None:
+    git(repo, "worktree", "add", "-q", str(tmp_path / "wt"))
+    (tmp_path / "wt" / "README").write_text("wt\n")
+    run_guards("record", "README", cwd=tmp_path / "wt", env=ALICE)
+    assert status(tmp_path / "wt", BOB)["README"]["class"] == "foreign"
+    assert status(repo, BOB) == {}
+
+
+def test_status_does_not_rewrite_the_index(repo: Path) -> None:
+    (repo / "README").write_text("dirty\n")
+    future = time.time() + 100
+    os.utime(repo / "src" / "app.py", (future, future))  # stale stat data git would refresh
+    index = repo / ".git" / "index"
+    before = (index.read_bytes(), index.stat().st_mtime_ns)
+    run_guards("status", cwd=repo)
+    assert (index.read_bytes(), index.stat().st_mtime_ns) == before
+
+
+def test_status_on_unborn_branch(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q", "fresh")
+    (tmp_path / "fresh" / "a").write_text("a\n")
+    st = status(tmp_path / "fresh")
+    assert st["a"]["untracked"] is True

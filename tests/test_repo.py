@@ -1,0 +1,105 @@
+"""Repository discovery and the git access layer."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from guards import git as guards_git
+from guards.repo import NotARepositoryError, discover
+from tests.conftest import git, make_repo
+
+
+def test_discover_plain_repository(repo: Path) -> None:
+    r = discover(repo / "src")
+    assert r.toplevel == repo.resolve()
+    assert r.git_dir == r.common_dir == (repo / ".git").resolve()
+    assert r.prefix == "src/" and not r.is_bare and not r.is_linked_worktree
+    assert r.object_format == "sha1"
+    assert r.head() is not None and r.head_ref() == "refs/heads/main"
+
+
+def test_discover_linked_worktree(repo: Path, tmp_path: Path) -> None:
+    git(repo, "worktree", "add", "-q", str(tmp_path / "wt"))
+    r = discover(tmp_path / "wt")
+    assert r.is_linked_worktree
+    assert r.common_dir == (repo / ".git").resolve()
+    assert r.ledger_dir == (repo / ".git" / "guards").resolve()
+    assert r.toplevel == (tmp_path / "wt").resolve()
+
+
+def test_discover_bare_repository(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q", "--bare", "b.git")
+    r = discover(tmp_path / "b.git")
+    assert r.is_bare and r.toplevel is None
+    with pytest.raises(Exception, match="no work tree"):
+        _ = r.worktree
+
+
+def test_discover_unborn_branch(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q", "fresh")
+    r = discover(tmp_path / "fresh")
+    assert r.head() is None and r.head_ref() == "refs/heads/main"
+
+
+def test_discover_path_with_newline(tmp_path: Path) -> None:
+    weird = make_repo(tmp_path / "odd\nname")
+    r = discover(weird)
+    assert r.toplevel == weird.resolve()
+    assert r.git_dir == (weird / ".git").resolve()
+
+
+def test_not_a_repository(tmp_path: Path) -> None:
+    with pytest.raises(NotARepositoryError, match="not a git repository"):
+        discover(tmp_path)
+
+
+def test_operations_in_progress(repo: Path) -> None:
+    git(repo, "checkout", "-q", "-b", "other")
+    (repo / "README").write_text("other\n")
+    git(repo, "commit", "-qam", "other")
+    git(repo, "checkout", "-q", "main")
+    (repo / "README").write_text("main\n")
+    git(repo, "commit", "-qam", "main")
+    git(repo, "merge", "other", check=False)
+    assert discover(repo).operations_in_progress() == ["merge"]
+    git(repo, "merge", "--abort")
+    git(repo, "cherry-pick", "other", check=False)
+    assert discover(repo).operations_in_progress() == ["cherry-pick"]
+    git(repo, "cherry-pick", "--abort")
+    git(repo, "bisect", "start")
+    assert discover(repo).operations_in_progress() == ["bisect"]
+
+
+def test_git_error_carries_command_and_stderr(repo: Path) -> None:
+    with pytest.raises(guards_git.GitError) as info:
+        guards_git.run(["rev-parse", "--verify", "nosuchref"], cwd=repo)
+    assert info.value.returncode == 128
+    assert b"nosuchref" in info.value.stderr or "nosuchref" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_real_git_skips_a_shim_and_honours_the_override(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shim_dir = tmp_path / "shim"
+    shim_dir.mkdir()
+    shim = shim_dir / "git"
+    shim.write_bytes(b"#!/bin/sh\n# " + guards_git.SHIM_MARKER + b"\nexit 99\n")
+    shim.chmod(shim.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{shim_dir}{os.pathsep}{os.environ['PATH']}")
+    found = guards_git.real_git()
+    assert found != str(shim) and os.path.basename(found) == "git"
+    monkeypatch.setattr(guards_git, "_real_git_cache", None)
+    monkeypatch.setenv(guards_git.REAL_GIT_ENV, str(shim))
+    with pytest.raises(guards_git.GitNotFoundError):
+        guards_git.real_git()
+
+
+def test_zsplit() -> None:
+    assert guards_git.zsplit(b"") == []
+    assert guards_git.zsplit(b"a\0b c\0") == [b"a", b"b c"]
+    assert guards_git.zsplit(b"a\nb\0") == [b"a\nb"]

@@ -1,0 +1,125 @@
+"""Sessions: start/end/list/heartbeat and liveness with pid-reuse protection."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from guards.session import Liveness, Session, hostname, process_start_time
+from tests.conftest import run_guards
+
+
+def sessions_json(repo: Path) -> dict[str, dict[str, object]]:
+    res = run_guards("session", "list", "--json", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    return {s["id"]: s for s in json.loads(res.stdout)["sessions"]}
+
+
+def test_session_start_prints_an_export_line_for_eval(repo: Path) -> None:
+    res = run_guards("session", "start", "--id", "pod-architect", "--label", "architect", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "export GUARDS_SESSION=pod-architect\n"
+    s = sessions_json(repo)["pod-architect"]
+    assert s["label"] == "architect" and s["liveness"] == "live" and s["host"] == hostname()
+
+
+def test_session_start_defaults_to_the_calling_process(repo: Path) -> None:
+    # A shell that evals the export line lives on: its pid is the session's.
+    shell = subprocess.run(
+        ["sh", "-c", f'"{sys.executable}" -m guards session start --id via-shell; echo "pid=$$"'],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    shell_pid = int(shell.stdout.split("pid=")[1])
+    assert sessions_json(repo)["via-shell"]["pid"] == shell_pid
+    # ... and that shell has exited by now: the session is dead.
+    assert sessions_json(repo)["via-shell"]["liveness"] == "dead"
+
+
+def test_generated_id_is_valid_and_unique_enough(repo: Path) -> None:
+    res = run_guards("session", "start", cwd=repo)
+    assert res.returncode == 0
+    assert res.stdout.startswith("export GUARDS_SESSION=s-")
+
+
+def test_session_end_marks_it_ended(repo: Path) -> None:
+    run_guards("session", "start", "--id", "a", cwd=repo)
+    assert run_guards("session", "end", cwd=repo, env={"GUARDS_SESSION": "a"}).returncode == 0
+    assert sessions_json(repo)["a"]["liveness"] == "ended"
+
+
+def test_heartbeat_creates_and_refreshes_a_pidless_session(repo: Path) -> None:
+    assert run_guards("session", "heartbeat", "--session", "bot", cwd=repo).returncode == 0
+    first = sessions_json(repo)["bot"]
+    assert first["pid"] is None and first["liveness"] == "live"
+    time.sleep(0.05)
+    run_guards("session", "heartbeat", cwd=repo, env={"GUARDS_SESSION": "bot"})
+    assert sessions_json(repo)["bot"]["last_seen"] > first["last_seen"]  # type: ignore[operator]
+
+
+def test_pidless_session_dies_after_the_ttl(repo: Path) -> None:
+    run_guards("session", "heartbeat", "--session", "bot", cwd=repo)
+    env = {"GUARDS_SESSION_TTL": "0"}
+    time.sleep(0.05)
+    res = run_guards("session", "list", "--json", cwd=repo, env=env)
+    assert json.loads(res.stdout)["sessions"][0]["liveness"] == "dead"
+
+
+def test_live_pid_is_live_and_dead_pid_is_dead(repo: Path) -> None:
+    proc = subprocess.Popen(["sleep", "60"])
+    try:
+        run_guards("session", "start", "--id", "p", "--pid", str(proc.pid), cwd=repo)
+        assert sessions_json(repo)["p"]["liveness"] == "live"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert sessions_json(repo)["p"]["liveness"] == "dead"
+
+
+def test_reused_pid_with_another_start_time_is_dead() -> None:
+    proc = subprocess.Popen(["sleep", "60"])
+    try:
+        start = process_start_time(proc.pid)
+        assert start is not None
+        same = Session(id="x", host=hostname(), pid=proc.pid, pid_start=start)
+        reused = Session(id="x", host=hostname(), pid=proc.pid, pid_start=start + "-earlier")
+        assert same.liveness(ttl=0) is Liveness.LIVE
+        assert reused.liveness(ttl=0) is Liveness.DEAD
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_start_with_a_pid_that_does_not_exist_is_refused(repo: Path) -> None:
+    res = run_guards("session", "start", "--pid", "999999999", cwd=repo)
+    assert res.returncode == 2 and "no process" in res.stderr
+
+
+@pytest.mark.parametrize("bad", ["a b", "$(rm -rf ~)", "x;y", "-lead", "a" * 10_000, "é"])
+def test_bad_session_ids_are_one_line_errors(repo: Path, bad: str) -> None:
+    res = run_guards("session", "start", f"--id={bad}", cwd=repo)
+    assert res.returncode == 2
+    assert res.stderr.count("\n") == 1 and "invalid session id" in res.stderr
+    env_res = run_guards("status", cwd=repo, env={"GUARDS_SESSION": bad})
+    assert env_res.returncode == 2 and env_res.stderr.count("\n") == 1
+
+
+def test_session_list_text_marks_the_caller(repo: Path) -> None:
+    run_guards("session", "start", "--id", "me", cwd=repo)
+    run_guards("session", "heartbeat", "--session", "other", cwd=repo)
+    res = run_guards("session", "list", cwd=repo, env={"GUARDS_SESSION": "me"})
+    lines = res.stdout.splitlines()
+    assert lines[0].split() == ["SESSION", "LABEL", "STATE", "PID", "LAST", "SEEN", "PATHS"]
+    assert any(line.startswith("* me") for line in lines)
+    assert any(line.startswith("  other") for line in lines)
+
+
+def test_no_sessions_says_so(repo: Path) -> None:
+    assert run_guards("session", "list", cwd=repo).stdout == "no sessions\n"
