@@ -1,0 +1,80 @@
+"""Shared helpers for the benchmarks: generated repositories and side-by-side timing."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+BENCH_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.com",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.com",
+}
+
+
+def env(**extra: str) -> dict[str, str]:
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "GUARDS_"))}
+    e.update(BENCH_ENV)
+    e.update(extra)
+    return e
+
+
+def sh(args: Sequence[str], cwd: Path, **kw: object) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(list(args), cwd=cwd, env=env(), check=True, capture_output=True, **kw)  # type: ignore[call-overload,no-any-return]
+
+
+def generate_repo(path: Path, files: int, per_dir: int = 500) -> list[str]:
+    """A committed repository of ``files`` small files; returns their relative paths."""
+    path.mkdir(parents=True)
+    sh(["git", "init", "-q", "-b", "main"], path)
+    names = []
+    for i in range(files):
+        rel = f"d{i // per_dir:04d}/f{i:06d}.txt"
+        target = path / rel
+        if i % per_dir == 0:
+            target.parent.mkdir()
+        target.write_text(f"file {i}\n" * 4)
+        names.append(rel)
+    sh(["git", "add", "-A"], path)
+    sh(["git", "commit", "-q", "-m", "generated"], path)
+    return names
+
+
+def timeit(fn: Callable[[], object], repeat: int) -> float:
+    """Median wall time of ``fn`` over ``repeat`` runs (after one warm-up)."""
+    fn()
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def run_cmd(
+    args: Sequence[str], cwd: Path, extra_env: dict[str, str] | None = None
+) -> Callable[[], None]:
+    e = env(**(extra_env or {}))
+
+    def go() -> None:
+        subprocess.run(list(args), cwd=cwd, env=e, check=True, stdout=subprocess.DEVNULL)
+
+    return go
+
+
+def guards_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "guards", *args]
+
+
+def report(title: str, rows: list[tuple[str, float]]) -> None:
+    print(f"\n{title}")
+    width = max(len(name) for name, _ in rows)
+    for name, seconds in rows:
+        print(f"  {name.ljust(width)}  {seconds * 1000:9.1f} ms")
