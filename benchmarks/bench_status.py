@@ -14,9 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import generate_repo, guards_cmd, report, run_cmd, timeit  # noqa: E402
-from guards.attribution import Attribution, fingerprint  # noqa: E402
-from guards.ledger import Ledger  # noqa: E402
+from benchmarks.common import generate_repo, guards_cmd, report, run_cmd, timeit
+from guards.attribution import Attribution, fingerprint
+from guards.ledger import Ledger
 
 
 def main() -> None:
