@@ -1,0 +1,874 @@
+"""Read a git command line the way git does, before git runs it.
+
+Global options, the subcommand (after alias resolution, chains included), the
+subcommand's own options (unambiguous long prefixes, clustered short flags, ``--``)
+and the few settings that turn a harmless command into a destructive one.
+Everything here is read-only: aliases and settings are asked of the real git with the
+same global options and environment the command itself will see.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from guards import git
+from guards.errors import UnknownStateError, UsageError
+
+#: Subcommands for which :func:`could_destroy` may answer True. Everything else cannot
+#: destroy or move uncommitted work (the shim passes it to git without starting Python).
+DESTRUCTIVE_SUBCOMMANDS: frozenset[str] = frozenset(
+    {
+        "am",
+        "branch",
+        "checkout",
+        "cherry-pick",
+        "clean",
+        "merge",
+        "mv",
+        "pull",
+        "rebase",
+        "reset",
+        "restore",
+        "revert",
+        "rm",
+        "sparse-checkout",
+        "stash",
+        "submodule",
+        "switch",
+        "worktree",
+    }
+)
+
+#: git 2.39's built-in commands plus the scripted ones shipped with git: an alias can
+#: never shadow them (git tries them before aliases).
+_KNOWN = (
+    "add am annotate apply archive bisect bisect--helper blame branch bugreport bundle "
+    "cat-file check-attr check-ignore check-mailmap check-ref-format checkout "
+    "checkout--worker checkout-index cherry cherry-pick citool clean clone column commit "
+    "commit-graph commit-tree config count-objects credential credential-cache "
+    "credential-cache--daemon credential-store describe diagnose diff diff-files "
+    "diff-index diff-tree difftool env--helper fast-export fast-import fetch fetch-pack "
+    "filter-branch fmt-merge-msg for-each-ref for-each-repo format-patch fsck fsck-objects "
+    "fsmonitor--daemon gc get-tar-commit-id grep gui hash-object help hook index-pack init "
+    "init-db instaweb interpret-trailers log ls-files ls-remote ls-tree mailinfo mailsplit "
+    "maintenance merge merge-base merge-file merge-index merge-octopus merge-one-file "
+    "merge-ours merge-recursive merge-recursive-ours merge-recursive-theirs merge-resolve "
+    "merge-subtree merge-tree mergetool mktag mktree multi-pack-index mv name-rev notes "
+    "pack-objects pack-redundant pack-refs patch-id pickaxe prune prune-packed pull push "
+    "quiltimport range-diff read-tree rebase receive-pack reflog remote remote-ext "
+    "remote-fd repack replace request-pull rerere reset restore rev-list rev-parse revert "
+    "rm send-email send-pack sh-i18n--envsubst shortlog show show-branch show-index "
+    "show-ref sparse-checkout stage stash status stripspace submodule submodule--helper "
+    "switch symbolic-ref tag unpack-file unpack-objects update-index update-ref "
+    "update-server-info upload-archive upload-archive--writer upload-pack var "
+    "verify-commit verify-pack verify-tag version web--browse whatchanged worktree "
+    "write-tree"
+)
+KNOWN_COMMANDS: frozenset[str] = frozenset(_KNOWN.split())
+
+#: Settings that can make a command destructive (lower-case section and key, as
+#: ``git config --get-regexp`` prints them; ``branch.<name>.rebase`` keeps the name).
+_CONFIG_REGEX = (
+    r"^(clean\.requireforce|rebase\.autostash|pull\.rebase|pull\.ff|merge\.autostash"
+    r"|merge\.ff|branch\..*\.rebase|core\.sparsecheckout|core\.sparsecheckoutcone)$"
+)
+_CONFIG_FOR = frozenset({"clean", "rebase", "pull", "merge", "sparse-checkout"})
+
+
+@dataclass(frozen=True)
+class GitCommand:
+    """One git command line, read the way git reads it."""
+
+    #: The original arguments after ``git``.
+    argv: list[str]
+    #: Global options as given, in order (reusable for read-only queries).
+    global_options: list[str]
+    #: The directory git would run in (after every ``-C``).
+    cwd: str
+    #: Built-in name after alias resolution; None for ``git``, ``--version``, ...
+    subcommand: str | None
+    #: The subcommand's arguments after alias expansion.
+    args: list[str]
+    #: The text of a ``!`` alias: opaque, so everything it could destroy is at risk.
+    shell_alias: str | None = None
+    #: Effective settings that matter, lower-case keys as git prints them.
+    config: dict[str, str] = field(default_factory=dict)
+    #: The directory the command was started in (before any ``-C``).
+    origin_cwd: str = ""
+    #: The environment the command runs with (queries reuse it).
+    env: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    #: The aliases expanded on the way to ``subcommand``, outermost first.
+    aliases: list[str] = field(default_factory=list)
+
+    def query(
+        self,
+        args: Sequence[str],
+        *,
+        check: bool = True,
+        stdin: bytes | None = None,
+    ) -> git.Result:
+        """A read-only git call in the same context (global options, env, directory)."""
+        return git.run(
+            [*query_options(self.global_options), *args],
+            cwd=self.origin_cwd or self.cwd,
+            env=self.env,
+            check=check,
+            stdin=stdin,
+        )
+
+    def config_bool(self, key: str, default: bool | None = None) -> bool | None:
+        value = self.config.get(key)
+        if value is None:
+            return default
+        parsed = parse_bool(value)
+        return default if parsed is None else parsed
+
+
+def query_options(global_options: Sequence[str]) -> list[str]:
+    """The global options minus the pager ones (queries never page)."""
+    return [o for o in global_options if o not in ("-p", "--paginate", "-P", "--no-pager")]
+
+
+def parse_bool(value: str) -> bool | None:
+    """git's boolean values; None when the value is not a boolean."""
+    v = value.strip().lower()
+    if v in ("", "true", "yes", "on"):
+        return True
+    if v in ("false", "no", "off"):
+        return False
+    try:
+        return int(v, 0) != 0
+    except ValueError:
+        return None
+
+
+# ---------------------------------------------------------------------------
+# Global options (git.c handle_options)
+
+_GLOBAL_WITH_VALUE = {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix"}
+_GLOBAL_EQ_VALUE = (
+    "--git-dir=",
+    "--work-tree=",
+    "--namespace=",
+    "--super-prefix=",
+    "--config-env=",
+    "--exec-path=",
+    "--attr-source=",
+)
+_GLOBAL_FLAGS = {
+    "-p",
+    "--paginate",
+    "-P",
+    "--no-pager",
+    "--no-replace-objects",
+    "--bare",
+    "--literal-pathspecs",
+    "--glob-pathspecs",
+    "--noglob-pathspecs",
+    "--icase-pathspecs",
+    "--no-optional-locks",
+    "--no-lazy-fetch",
+    "--no-advice",
+}
+#: Options after which git prints something and exits without a subcommand.
+_GLOBAL_EXITS = {"--exec-path", "--html-path", "--man-path", "--info-path"}
+_GLOBAL_COMMANDS = {"-v": "version", "--version": "version", "-h": "help", "--help": "help"}
+
+
+def _split_globals(argv: Sequence[str], cwd: str) -> tuple[list[str], str, int, str | None, bool]:
+    """(global options, effective cwd, index of the subcommand, implied command, exits)."""
+    opts: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if not a.startswith("-"):
+            break
+        if a in _GLOBAL_COMMANDS:
+            return opts, cwd, i + 1, _GLOBAL_COMMANDS[a], False
+        if a in _GLOBAL_EXITS or a.startswith("--list-cmds="):
+            return opts, cwd, i + 1, None, True
+        if a in _GLOBAL_WITH_VALUE:
+            if i + 1 >= len(argv):
+                raise UsageError(f"git: option {a} needs a value")
+            value = argv[i + 1]
+            opts += [a, value]
+            if a == "-C" and value:
+                cwd = os.path.normpath(os.path.join(cwd, value))
+            i += 2
+            continue
+        if a.startswith(_GLOBAL_EQ_VALUE) or a in _GLOBAL_FLAGS:
+            opts.append(a)
+            i += 1
+            continue
+        raise UsageError(f"git: unknown option: {a}")
+    return opts, cwd, i, None, False
+
+
+# ---------------------------------------------------------------------------
+# Aliases
+
+
+def split_cmdline(text: str) -> list[str]:
+    """git's split_cmdline: whitespace-separated words, '' and "" quoting, backslash."""
+    words: list[str] = []
+    cur: list[str] = []
+    has = False
+    quote = ""
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == quote:
+                quote = ""
+            elif c == "\\" and quote == '"' and i + 1 < len(text):
+                i += 1
+                cur.append(text[i])
+            else:
+                cur.append(c)
+        elif c in " \t\n\r\f\v":
+            if has:
+                words.append("".join(cur))
+                cur, has = [], False
+        elif c in "'\"":
+            quote, has = c, True
+        elif c == "\\" and i + 1 < len(text):
+            i += 1
+            cur.append(text[i])
+            has = True
+        else:
+            cur.append(c)
+            has = True
+        i += 1
+    if quote:
+        raise UsageError(f"bad alias string (unclosed quote): {text}")
+    if has:
+        words.append("".join(cur))
+    return words
+
+
+def _lookup_alias(
+    name: str, global_options: Sequence[str], env: Mapping[str, str], cwd: str
+) -> str | None:
+    res = git.run(
+        [*query_options(global_options), "config", "--get", f"alias.{name}"],
+        cwd=cwd,
+        env=env,
+        check=False,
+    )
+    if res.returncode == 1:
+        return None
+    if res.returncode != 0:
+        msg = res.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise UnknownStateError(
+            f"cannot read alias.{name}: {msg[-1] if msg else 'git config failed'}"
+        )
+    return git.strip_newline(res.stdout).decode("utf-8", "surrogateescape")
+
+
+def _read_config(global_options: Sequence[str], env: Mapping[str, str], cwd: str) -> dict[str, str]:
+    res = git.run(
+        [*query_options(global_options), "config", "-z", "--get-regexp", _CONFIG_REGEX],
+        cwd=cwd,
+        env=env,
+        check=False,
+    )
+    if res.returncode not in (0, 1):
+        msg = res.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise UnknownStateError(f"cannot read git config: {msg[-1] if msg else 'failed'}")
+    config: dict[str, str] = {}
+    for rec in git.zsplit(res.stdout):
+        key, _, value = rec.partition(b"\n")
+        config[key.decode("utf-8", "surrogateescape")] = value.decode("utf-8", "surrogateescape")
+    return config
+
+
+def parse(argv: Sequence[str], env: Mapping[str, str], cwd: str) -> GitCommand:
+    """Read ``git <argv>`` run in ``cwd`` with ``env``.
+
+    Raises :class:`UsageError` only for what git itself rejects before running.
+    """
+    argv = list(argv)
+    global_options, eff_cwd, i, implied, _exits = _split_globals(argv, cwd)
+    env = dict(env)
+    base = GitCommand(
+        argv=argv,
+        global_options=global_options,
+        cwd=eff_cwd,
+        subcommand=implied,
+        args=argv[i:] if implied else [],
+        origin_cwd=cwd,
+        env=env,
+    )
+    if implied or i >= len(argv):
+        return base
+    name = argv[i]
+    rest = argv[i + 1 :]
+    seen: list[str] = []
+    while name not in KNOWN_COMMANDS:
+        value = _lookup_alias(name, global_options, env, cwd)
+        if value is None:
+            break
+        if name in seen:
+            raise UsageError(f"recursive alias: {' -> '.join([*seen, name])}")
+        seen.append(name)
+        if value.startswith("!"):
+            return GitCommand(
+                argv=argv,
+                global_options=global_options,
+                cwd=eff_cwd,
+                subcommand=None,
+                args=rest,
+                shell_alias=value[1:],
+                origin_cwd=cwd,
+                env=env,
+                aliases=seen,
+            )
+        words = split_cmdline(value)
+        # Global options inside an alias (``alias.x = -c k=v reset``) apply too.
+        more, eff_cwd2, j, implied, _ = _split_globals(words, eff_cwd)
+        if more:
+            global_options = [*global_options, *more]
+            eff_cwd = eff_cwd2
+        if implied:
+            name, rest = implied, [*words[j:], *rest]
+            break
+        if j >= len(words):
+            raise UsageError(f"empty alias for {seen[-1]}")
+        name, rest = words[j], [*words[j + 1 :], *rest]
+    config = _read_config(global_options, env, cwd) if name in _CONFIG_FOR else {}
+    return GitCommand(
+        argv=argv,
+        global_options=global_options,
+        cwd=eff_cwd,
+        subcommand=name,
+        args=rest,
+        config=config,
+        origin_cwd=cwd,
+        env=env,
+        aliases=seen,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Subcommand options (parse-options: unambiguous prefixes, clusters, ``--``)
+
+# An option spec: "name" (flag), "name=" (required value), "name=?" (optional value,
+# only as --name=value). Short options map a letter to a long name (or a pseudo one).
+
+
+@dataclass(frozen=True)
+class Spec:
+    long: tuple[str, ...]
+    short: Mapping[str, str]
+    #: Stop option parsing at the first non-option (stash's subcommands).
+    stop_at_non_option: bool = False
+
+
+@dataclass
+class Options:
+    """What parse_options found: values per long name, positionals, the pathspec."""
+
+    values: dict[str, list[str | bool]] = field(default_factory=dict)
+    positionals: list[str] = field(default_factory=list)
+    #: Arguments after ``--`` (None when there was no ``--``).
+    after_dashdash: list[str] | None = None
+    unknown: list[str] = field(default_factory=list)
+
+    def has(self, name: str) -> bool:
+        """The option was given and its last occurrence is not negated."""
+        vals = self.values.get(name)
+        return bool(vals) and vals[-1] is not False  # type: ignore[index]
+
+    def count(self, name: str) -> int:
+        n = 0
+        for v in self.values.get(name, []):
+            n = 0 if v is False else n + 1
+        return n
+
+    def value(self, name: str) -> str | None:
+        vals = self.values.get(name)
+        if not vals or vals[-1] is False or vals[-1] is True:
+            return None
+        return str(vals[-1])
+
+    def given(self, name: str) -> bool:
+        return name in self.values
+
+
+def _spec(longs: str, short: Mapping[str, str] | None = None, stop: bool = False) -> Spec:
+    return Spec(tuple(longs.split()), dict(short or {}), stop)
+
+
+_COMMON = "quiet no-quiet progress verbose"
+
+SPECS: dict[str, Spec] = {
+    "reset": _spec(
+        f"{_COMMON} soft mixed hard merge keep patch intent-to-add pathspec-from-file= "
+        "pathspec-file-nul recurse-submodules=? refresh",
+        {"q": "quiet", "p": "patch", "N": "intent-to-add"},
+    ),
+    "checkout": _spec(
+        f"{_COMMON} force merge conflict= b= B= orphan= detach track=? guess overlay ours "
+        "theirs patch ignore-skip-worktree-bits ignore-other-worktrees recurse-submodules=? "
+        "pathspec-from-file= pathspec-file-nul overwrite-ignore auto-advance",
+        {
+            "q": "quiet",
+            "f": "force",
+            "m": "merge",
+            "b": "b",
+            "B": "B",
+            "l": "l",
+            "d": "detach",
+            "t": "track",
+            "2": "ours",
+            "3": "theirs",
+            "p": "patch",
+        },
+    ),
+    "switch": _spec(
+        f"{_COMMON} create= force-create= detach guess force discard-changes merge "
+        "conflict= track=? orphan= ignore-other-worktrees recurse-submodules=? "
+        "overwrite-ignore",
+        {
+            "c": "create",
+            "C": "force-create",
+            "d": "detach",
+            "f": "force",
+            "m": "merge",
+            "q": "quiet",
+            "t": "track",
+        },
+    ),
+    "restore": _spec(
+        f"{_COMMON} source= staged worktree ignore-unmerged overlay recurse-submodules=? "
+        "patch ours theirs merge conflict= pathspec-from-file= pathspec-file-nul "
+        "ignore-skip-worktree-bits",
+        {
+            "s": "source",
+            "S": "staged",
+            "W": "worktree",
+            "p": "patch",
+            "m": "merge",
+            "q": "quiet",
+            "2": "ours",
+            "3": "theirs",
+        },
+    ),
+    "clean": _spec(
+        f"{_COMMON} force interactive dry-run exclude=",
+        {
+            "q": "quiet",
+            "n": "dry-run",
+            "f": "force",
+            "i": "interactive",
+            "d": "d",
+            "e": "exclude",
+            "x": "x",
+            "X": "X",
+        },
+    ),
+    "stash-push": _spec(
+        f"{_COMMON} patch keep-index include-untracked all message= pathspec-from-file= "
+        "pathspec-file-nul staged",
+        {
+            "p": "patch",
+            "k": "keep-index",
+            "u": "include-untracked",
+            "a": "all",
+            "m": "message",
+            "q": "quiet",
+            "S": "staged",
+        },
+    ),
+    "stash-ref": _spec(f"{_COMMON} index", {"q": "quiet"}),
+    "rm": _spec(
+        f"{_COMMON} force dry-run cached ignore-unmatch sparse pathspec-from-file= "
+        "pathspec-file-nul",
+        {"f": "force", "n": "dry-run", "r": "r", "q": "quiet"},
+    ),
+    "mv": _spec(
+        f"{_COMMON} force dry-run sparse",
+        {"f": "force", "n": "dry-run", "k": "k", "v": "verbose"},
+    ),
+    "worktree-remove": _spec("force", {"f": "force"}),
+    "branch": _spec(
+        f"{_COMMON} delete force move copy remotes all list track=? set-upstream-to= "
+        "unset-upstream edit-description contains=? no-contains=? merged=? no-merged=? "
+        "column=? sort= points-at= format= color=? ignore-case create-reflog show-current "
+        "abbrev=? omit-empty recurse-submodules set-upstream",
+        {
+            "d": "delete",
+            "D": "D",
+            "f": "force",
+            "m": "move",
+            "M": "M",
+            "c": "copy",
+            "C": "C",
+            "r": "remotes",
+            "a": "all",
+            "l": "list",
+            "v": "verbose",
+            "q": "quiet",
+            "t": "track",
+            "u": "set-upstream-to",
+            "i": "ignore-case",
+        },
+    ),
+    "rebase": _spec(
+        f"{_COMMON} onto= keep-base continue abort skip quit edit-todo show-current-patch "
+        "apply merge=? interactive exec= root autosquash autostash update-refs fork-point "
+        "strategy= strategy-option= rebase-merges=? rerere-autoupdate keep-empty empty= "
+        "signoff gpg-sign=? stat committer-date-is-author-date ignore-date "
+        "ignore-whitespace whitespace= context= reapply-cherry-picks "
+        "reschedule-failed-exec preserve-merges no-ff force-rebase verify",
+        {
+            "q": "quiet",
+            "v": "verbose",
+            "i": "interactive",
+            "x": "exec",
+            "s": "strategy",
+            "X": "strategy-option",
+            "r": "rebase-merges",
+            "m": "merge",
+            "f": "force-rebase",
+            "n": "no-stat",
+            "S": "gpg-sign",
+            "C": "context",
+            "k": "keep-empty",
+        },
+    ),
+    "pull": _spec(
+        f"{_COMMON} recurse-submodules=? rebase=? autostash ff ff-only squash commit edit "
+        "cleanup= stat summary log=? signoff strategy= strategy-option= verify-signatures "
+        "gpg-sign=? allow-unrelated-histories all append upload-pack= force tags prune "
+        "jobs= dry-run keep depth= shallow-since= shallow-exclude= deepen= unshallow "
+        "update-shallow refmap= server-option= ipv4 ipv6 negotiation-tip= show-forced-updates "
+        "set-upstream verify",
+        {
+            "q": "quiet",
+            "v": "verbose",
+            "r": "rebase",
+            "n": "no-stat",
+            "s": "strategy",
+            "X": "strategy-option",
+            "S": "gpg-sign",
+            "a": "append",
+            "f": "force",
+            "t": "tags",
+            "p": "prune",
+            "j": "jobs",
+            "k": "keep",
+            "4": "ipv4",
+            "6": "ipv6",
+            "o": "server-option",
+            "e": "edit",
+        },
+    ),
+    "merge": _spec(
+        f"{_COMMON} commit edit cleanup= ff ff-only squash stat summary log=? signoff "
+        "strategy= strategy-option= verify-signatures gpg-sign=? allow-unrelated-histories "
+        "abort continue quit autostash message= file= into-name= overwrite-ignore "
+        "rerere-autoupdate verify",
+        {
+            "q": "quiet",
+            "v": "verbose",
+            "e": "edit",
+            "n": "no-stat",
+            "s": "strategy",
+            "X": "strategy-option",
+            "S": "gpg-sign",
+            "m": "message",
+            "F": "file",
+        },
+    ),
+    "sequencer": _spec(
+        f"{_COMMON} continue abort skip quit edit mainline= no-commit signoff strategy= "
+        "strategy-option= gpg-sign=? rerere-autoupdate allow-empty allow-empty-message "
+        "keep-redundant-commits ff cleanup= reference",
+        {
+            "e": "edit",
+            "m": "mainline",
+            "n": "no-commit",
+            "s": "signoff",
+            "x": "x",
+            "S": "gpg-sign",
+            "X": "strategy-option",
+        },
+    ),
+    "am": _spec(
+        f"{_COMMON} interactive 3way rerere-autoupdate signoff utf8 keep keep-non-patch "
+        "keep-cr message-id scissors whitespace= ignore-space-change ignore-whitespace "
+        "directory= exclude= include= patch-format= resolvemsg= continue resolved skip "
+        "abort quit show-current-patch=? committer-date-is-author-date ignore-date "
+        "gpg-sign=? empty= reject",
+        {
+            "i": "interactive",
+            "3": "3way",
+            "s": "signoff",
+            "u": "utf8",
+            "k": "keep",
+            "m": "message-id",
+            "c": "scissors",
+            "p": "p",
+            "C": "C",
+            "r": "resolved",
+            "q": "quiet",
+            "S": "gpg-sign",
+        },
+    ),
+    "submodule-deinit": _spec("force all quiet", {"f": "force", "q": "quiet"}),
+    "submodule-update": _spec(
+        "force init remote no-fetch checkout merge rebase recommend-shallow reference= "
+        "recursive jobs= depth= single-branch filter= dissociate progress quiet",
+        {"f": "force", "N": "no-fetch", "j": "jobs", "q": "quiet"},
+    ),
+    "sparse-checkout": _spec("cone sparse-index skip-checks stdin", {}),
+}
+_VALUE_SHORTS = {
+    "checkout": "bB",
+    "switch": "cC",
+    "restore": "s",
+    "clean": "e",
+    "stash-push": "m",
+    "branch": "u",
+    "rebase": "xsXSC",
+    "pull": "sXjo",
+    "merge": "sXmF",
+    "sequencer": "mXS",
+    "am": "pC",
+    "submodule-update": "j",
+}
+
+
+def parse_options(spec_name: str, args: Sequence[str]) -> Options:
+    """Parse ``args`` like git's parse-options with the named spec."""
+    spec = SPECS[spec_name]
+    value_shorts = _VALUE_SHORTS.get(spec_name, "")
+    table: dict[str, str] = {}  # bare name -> "", "=", "=?"
+    for entry in spec.long:
+        if entry.endswith("=?"):
+            table[entry[:-2]] = "=?"
+        elif entry.endswith("="):
+            table[entry[:-1]] = "="
+        else:
+            table[entry] = ""
+    out = Options()
+    i = 0
+    args = list(args)
+    while i < len(args):
+        a = args[i]
+        i += 1
+        if a == "--":
+            out.after_dashdash = args[i:]
+            break
+        if a == "--end-of-options":
+            out.positionals.extend(args[i:])
+            break
+        if a.startswith("--") and len(a) > 2:
+            body, eq, val = a[2:].partition("=")
+            resolved = _resolve_long(body, table)
+            if resolved is None:
+                out.unknown.append(a)
+                continue
+            name, negated = resolved
+            kind = table[name]
+            if negated:
+                out.values.setdefault(name, []).append(False)
+            elif kind == "=":
+                if eq:
+                    out.values.setdefault(name, []).append(val)
+                elif i < len(args):
+                    out.values.setdefault(name, []).append(args[i])
+                    i += 1
+                else:
+                    out.unknown.append(a)
+            elif kind == "=?":
+                out.values.setdefault(name, []).append(val if eq else True)
+            else:
+                if eq:
+                    out.unknown.append(a)
+                out.values.setdefault(name, []).append(True)
+            continue
+        if (a.startswith("-") and len(a) > 1 and not a[1:].isdigit()) or a in ("-2", "-3"):
+            j = 1
+            while j < len(a):
+                c = a[j]
+                j += 1
+                short = spec.short.get(c)
+                if short is None:
+                    out.unknown.append(f"-{c}")
+                    continue
+                name = short
+                if c in value_shorts:
+                    if j < len(a):
+                        out.values.setdefault(name, []).append(a[j:])
+                    elif i < len(args):
+                        out.values.setdefault(name, []).append(args[i])
+                        i += 1
+                    else:
+                        out.unknown.append(f"-{c}")
+                    break
+                out.values.setdefault(name, []).append(True)
+            continue
+        out.positionals.append(a)
+        if spec.stop_at_non_option:
+            out.positionals.extend(args[i:])
+            break
+    return out
+
+
+def _resolve_long(body: str, table: Mapping[str, str]) -> tuple[str, bool] | None:
+    """Exact name, ``no-`` negation, or an unambiguous prefix of either."""
+    if body in table:
+        return body, False
+    if body.startswith("no-") and body[3:] in table:
+        return body[3:], True
+    candidates: set[tuple[str, bool]] = set()
+    for name in table:
+        if name.startswith(body):
+            candidates.add((name, False))
+        if body.startswith("no-") and name.startswith(body[3:]) and len(body) > 3:
+            candidates.add((name, True))
+        elif "no-".startswith(body):
+            pass  # "--n", "--no": ambiguous between negations; git rejects these too
+    if len(candidates) == 1:
+        return candidates.pop()
+    return None
+
+
+def stash_action(args: Sequence[str]) -> tuple[str, list[str]]:
+    """``git stash``'s sub-action and its arguments (no sub-action = push)."""
+    if not args or args[0].startswith("-"):
+        return "push", list(args)
+    return args[0], list(args[1:])
+
+
+# ---------------------------------------------------------------------------
+# Could it destroy at all? (syntactic, no git calls)
+
+_SEQ_DESTRUCTIVE = ("abort", "skip")
+
+
+def autostash(cmd: GitCommand, opts: Options) -> bool:
+    """Whether rebase/pull/merge would stash local changes away and re-apply them."""
+    sub = cmd.subcommand
+    if opts.given("autostash"):
+        return opts.has("autostash")
+    if sub == "rebase":
+        return bool(cmd.config_bool("rebase.autostash", False))
+    if sub == "merge":
+        return bool(cmd.config_bool("merge.autostash", False))
+    if sub == "pull":
+        if pull_rebases(cmd, opts):
+            return bool(cmd.config_bool("rebase.autostash", False))
+        return bool(cmd.config_bool("merge.autostash", False))
+    return False
+
+
+def pull_rebases(cmd: GitCommand, opts: Options) -> bool:
+    if opts.given("rebase"):
+        v = opts.values["rebase"][-1]
+        if v is False:
+            return False
+        return v is True or parse_bool(str(v)) is not False
+    values = [v for k, v in cmd.config.items() if re.fullmatch(r"branch\..*\.rebase", k)]
+    candidates = [cmd.config.get("pull.rebase"), *values]
+    return any(c is not None and parse_bool(c) is not False for c in candidates)
+
+
+def clean_force(cmd: GitCommand, opts: Options) -> bool:
+    """clean deletes (not a dry run, and forced or requireForce is off)."""
+    if opts.has("dry-run"):
+        return False
+    if opts.has("force") or opts.has("interactive"):
+        return True
+    return cmd.config_bool("clean.requireforce", True) is False
+
+
+def asks_for_help(args: Sequence[str]) -> bool:
+    """``-h``, ``--help`` or ``--help-all`` before ``--``: git prints usage and stops."""
+    for a in args:
+        if a == "--":
+            return False
+        if a in ("-h", "--help", "--help-all"):
+            return True
+    return False
+
+
+def could_destroy(cmd: GitCommand) -> bool:
+    """False for commands that can never destroy or move uncommitted work or commits."""
+    if cmd.shell_alias is not None:
+        return True
+    sub = cmd.subcommand
+    if sub is None or sub not in DESTRUCTIVE_SUBCOMMANDS or asks_for_help(cmd.args):
+        return False
+    args = cmd.args
+    if sub == "reset":
+        o = parse_options("reset", args)
+        return not (o.has("soft") and not o.unknown)
+    if sub == "checkout":
+        o = parse_options("checkout", args)
+        if o.unknown or o.after_dashdash is not None or o.given("pathspec-from-file"):
+            return True
+        if o.has("patch") or o.has("force") or o.has("merge"):
+            return True
+        if o.given("B"):
+            return True
+        return bool(o.positionals)
+    if sub == "switch":
+        o = parse_options("switch", args)
+        if o.unknown or o.given("force-create") or o.has("force") or o.has("discard-changes"):
+            return True
+        return bool(o.positionals) or o.has("merge") or o.given("orphan")
+    if sub == "restore":
+        return True
+    if sub == "clean":
+        o = parse_options("clean", args)
+        return bool(o.unknown) or clean_force(cmd, o)
+    if sub == "stash":
+        action, _rest = stash_action(args)
+        return action not in ("list", "show", "apply", "create", "store")
+    if sub == "rm":
+        o = parse_options("rm", args)
+        if o.unknown:
+            return True
+        return not o.has("dry-run") and (o.has("force") or o.has("cached"))
+    if sub == "mv":
+        o = parse_options("mv", args)
+        return bool(o.unknown) or (o.has("force") and not o.has("dry-run"))
+    if sub == "worktree":
+        return bool(args) and args[0] == "remove"
+    if sub == "branch":
+        o = parse_options("branch", args)
+        if o.unknown:
+            return True
+        if o.has("D") or o.has("M") or o.has("C"):
+            return True
+        if o.has("force") and (o.has("delete") or o.has("move") or o.has("copy")):
+            return True
+        listing = o.has("list") or o.given("contains") or o.given("merged")
+        return o.has("force") and bool(o.positionals) and not listing
+    if sub in ("rebase", "pull", "merge"):
+        o = parse_options(sub, args)
+        if o.has("abort") or o.has("skip"):
+            return True
+        if sub == "merge" and not (o.has("continue") or o.has("quit")):
+            return True  # a fast-forward overwrites ignored files in its way
+        return autostash(cmd, o)
+    if sub in ("cherry-pick", "revert", "am"):
+        o = parse_options("am" if sub == "am" else "sequencer", args)
+        return any(o.has(x) for x in _SEQ_DESTRUCTIVE)
+    if sub == "submodule":
+        words = [a for a in args if not a.startswith("-")]
+        action = words[0] if words else ""
+        if action == "deinit":
+            return True
+        if action == "update":
+            return parse_options("submodule-update", args[args.index("update") + 1 :]).has("force")
+        return False
+    if sub == "sparse-checkout":
+        return bool(args) and args[0] in ("set", "reapply", "init")
+    return True

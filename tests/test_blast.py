@@ -1,0 +1,642 @@
+"""Blast radius: predicted before the command, then checked by running the real git.
+
+Each case copies a repository holding every kind of dirty state (tests/blast_states.py),
+predicts with :func:`guards.blast.blast_radius`, runs the real git command and compares
+what was really destroyed with the prediction, path by path and kind by kind.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from guards import blast, cmdline
+from guards.errors import UnknownStateError
+from tests.blast_states import (
+    base_repo,
+    cached_dirty_repo,
+    observe,
+    snapshot,
+    write,
+)
+from tests.conftest import git, make_repo
+
+FULL = "full"  # conflicts with `other` and untracked collisions
+CALM = "calm"  # no conflicting local changes, no untracked collisions (switches succeed)
+NO_ITA = "no-ita"  # no intent-to-add entry (stash refuses those)
+
+
+def _repo(tmp_path: Path, factory: Path, variant: str) -> Path:
+    if variant == FULL:
+        return cached_dirty_repo(tmp_path, factory)
+    if variant == CALM:
+        return cached_dirty_repo(tmp_path, factory, conflicts=False, untracked_collisions=False)
+    return cached_dirty_repo(tmp_path, factory, ita=False)
+
+
+@pytest.fixture
+def factory(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.getbasetemp() / "blast-templates"
+    d.mkdir(exist_ok=True)
+    return d
+
+
+def predict(top: Path, argv: list[str], cwd: Path | None = None) -> blast.BlastRadius:
+    cmd = cmdline.parse(argv, dict(os.environ), str(cwd or top))
+    return blast.blast_radius(cmd)
+
+
+def as_dict(radius: blast.BlastRadius) -> dict[str, set[str]]:
+    return {loss.path: set(loss.kinds) for loss in radius.losses}
+
+
+def assert_exact(top: Path, argv: list[str], cwd: Path | None = None) -> blast.BlastRadius:
+    radius = predict(top, argv, cwd)
+    assert not radius.everything
+    targets = ("HEAD", "other") if any("other" in a for a in argv) else ("HEAD",)
+    destroyed, proc = observe(top, argv, targets, cwd=cwd)
+    assert as_dict(radius) == destroyed, (proc.returncode, proc.stderr.decode())
+    return radius
+
+
+# (variant, argv): every form of BLAST.md's tables the dirty repository can exercise.
+CASES: list[tuple[str, list[str]]] = [
+    # reset: R1 / R4 / R5
+    (FULL, ["reset", "--hard"]),
+    (FULL, ["reset", "--hard", "other"]),
+    (FULL, ["reset", "--ha"]),
+    (FULL, ["reset"]),
+    (FULL, ["reset", "other"]),
+    (FULL, ["reset", "-q", "--mixed", "other", "--", "."]),
+    (FULL, ["reset", "--", "dir", "unstaged.txt", "staged.txt"]),
+    (FULL, ["reset", "--keep"]),
+    (FULL, ["reset", "--merge"]),
+    (FULL, ["reset", "--soft", "other"]),
+    # checkout: R3, R2, R1, R7
+    (FULL, ["checkout", "--", "."]),
+    (FULL, ["checkout", "--", "dir", "with space.txt", "-dash.txt"]),
+    (FULL, ["checkout", "other", "--", "."]),
+    (FULL, ["checkout", "other", "dir"]),
+    (FULL, ["checkout", "--no-overlay", "other", "--", "dir"]),
+    (FULL, ["checkout", "-f", "other"]),
+    (FULL, ["checkout", "--forc", "other"]),
+    (FULL, ["checkout", "-f"]),
+    (FULL, ["checkout", "other"]),
+    (CALM, ["checkout", "other"]),
+    (CALM, ["checkout", "--no-overwrite-ignore", "other"]),
+    (CALM, ["checkout", "-m", "other"]),
+    (CALM, ["checkout", "-b", "topic", "other"]),
+    (CALM, ["checkout", "--detach", "other"]),
+    # switch
+    (FULL, ["switch", "-f", "other"]),
+    (FULL, ["switch", "--discard-changes", "other"]),
+    (FULL, ["switch", "--disc", "other"]),
+    (CALM, ["switch", "--discard-changes", "other"]),
+    (CALM, ["switch", "other"]),
+    (CALM, ["switch", "-c", "topic", "other"]),
+    (CALM, ["switch", "-m", "other"]),
+    (CALM, ["switch", "--orphan", "void"]),
+    # restore: R3, R4, R1, R6
+    (FULL, ["restore", "."]),
+    (FULL, ["restore", "dir", "link", "exec.sh"]),
+    (FULL, ["restore", "--staged", "."]),
+    (FULL, ["restore", "-SW", "."]),
+    (FULL, ["restore", "--source=other", "."]),
+    (FULL, ["restore", "--sour=other", "--", "dir"]),
+    (FULL, ["restore", "-s", "other", "--staged", "dir"]),
+    (FULL, ["restore", "--source", "other", "--staged", "--worktree", "."]),
+    (FULL, ["restore", "--overlay", "--source=other", "-SW", "."]),
+    # clean: from `clean -n`
+    (FULL, ["clean", "-f"]),
+    (FULL, ["clean", "-fd"]),
+    (FULL, ["clean", "-fdx"]),
+    (FULL, ["clean", "-fX"]),
+    (FULL, ["clean", "-ffdx"]),
+    (FULL, ["clean", "-f", "-d", "-e", "*.txt"]),
+    (FULL, ["clean", "--forc", "-x", "--", "dir", "odd dir"]),
+    (FULL, ["clean", "-d"]),
+    (FULL, ["-c", "clean.requireForce=false", "clean", "-d"]),
+    (FULL, ["clean", "-n", "-fd"]),
+    # rm, mv
+    (FULL, ["rm", "-rf", "--cached", "."]),
+    (FULL, ["rm", "-r", "--cached", "."]),
+    (FULL, ["rm", "-rf", "dir"]),
+    (FULL, ["rm", "-f", "--", "-dash.txt", "staged.txt", "staged_mod.txt", "added_mod.txt"]),
+    (FULL, ["rm", "staged.txt"]),
+    (FULL, ["mv", "-f", "unstaged.txt", "staged.txt"]),
+    (FULL, ["mv", "-f", "clean.txt", "untracked.txt"]),
+    (FULL, ["mv", "-f", "clean.txt", "x.log"]),
+    (FULL, ["mv", "clean.txt", "x.log"]),
+    # merge (fast-forward): ignored collisions
+    (CALM, ["merge", "other"]),
+    (CALM, ["merge", "--ff-only", "other"]),
+    # global options and aliases reach the same command
+    (FULL, ["-c", "alias.nuke=reset --hard", "nuke"]),
+    (FULL, ["-c", "alias.n1=n2", "-c", "alias.n2=checkout -f", "n1", "other"]),
+    (FULL, ["--git-dir=.git", "--work-tree=.", "--no-pager", "reset", "--hard", "other"]),
+    (FULL, ["-C", "dir", "-C", "..", "--literal-pathspecs", "checkout", "--", "."]),
+]
+
+
+@pytest.mark.parametrize(("variant", "argv"), CASES, ids=[" ".join(c[1]) for c in CASES])
+def test_prediction_equals_what_git_destroyed(
+    tmp_path: Path, factory: Path, variant: str, argv: list[str]
+) -> None:
+    top = _repo(tmp_path, factory, variant)
+    assert_exact(top, argv)
+
+
+SUBDIR_CASES = [
+    ["clean", "-fdx"],
+    ["clean", "-fd", "."],
+    ["clean", "-fx", "--", "../odd dir", "sub"],
+    ["checkout", "--", "."],
+    ["restore", "--source=other", "."],
+    ["reset", "-q", "--", "sub", "../staged.txt"],
+    ["rm", "-rf", "sub"],
+    ["mv", "-f", "keep.txt", "../staged.txt"],
+    ["reset", "--hard"],
+]
+
+
+@pytest.mark.parametrize("argv", SUBDIR_CASES, ids=[" ".join(c) for c in SUBDIR_CASES])
+def test_prediction_from_a_subdirectory_uses_the_prefix(
+    tmp_path: Path, factory: Path, argv: list[str]
+) -> None:
+    top = _repo(tmp_path, factory, FULL)
+    assert_exact(top, argv, cwd=top / "dir")
+
+
+def test_clean_reads_quoted_names_and_whole_directories(tmp_path: Path, factory: Path) -> None:
+    top = _repo(tmp_path, factory, FULL)
+    radius = assert_exact(top, ["clean", "-ffdx"])
+    paths = set(radius.paths)
+    for name in ("u\nnl.txt", " lead space.txt", "trail space.txt ", 'u"q.txt', "ü.txt"):
+        assert name in paths
+        assert f"odd dir/{name}" in paths
+    assert "nested/inner.txt" in paths
+    assert as_dict(radius)["build/deep/more.bin"] == {"ignored"}
+
+
+def test_clean_skips_nested_repositories_without_double_force(
+    tmp_path: Path, factory: Path
+) -> None:
+    top = _repo(tmp_path, factory, FULL)
+    radius = assert_exact(top, ["clean", "-fdx"])
+    assert "nested/inner.txt" not in radius.paths
+
+
+def test_parse_clean_output_strips_prefix_once_and_keeps_spaces() -> None:
+    out = (
+        b"Would remove Would remove x\n"
+        b"Would remove  two  spaces \n"
+        b'Would remove "a\\nb\\303\\251\\"q"\n'
+        b"Would remove dir/\n"
+        b"Would skip repository nested/\n"
+    )
+    removed, skipped = blast.parse_clean_output(out)
+    assert removed == ["Would remove x", " two  spaces ", 'a\nbé"q', "dir/"]
+    assert skipped == ["nested/"]
+
+
+def test_pathspec_from_file_limits_the_prediction(tmp_path: Path, factory: Path) -> None:
+    top = _repo(tmp_path, factory, FULL)
+    (top / ".git" / "list").write_bytes(b"dir\0with space.txt\0")
+    argv = ["checkout", "--pathspec-from-file=.git/list", "--pathspec-file-nul"]
+    radius = assert_exact(top, argv)
+    assert set(radius.paths) == {"dir/sub/deep.txt", "with space.txt"}
+
+
+def test_pathspec_from_stdin_counts_the_whole_scope(tmp_path: Path, factory: Path) -> None:
+    top = _repo(tmp_path, factory, FULL)
+    argv = ["restore", "--pathspec-from-file=-"]
+    radius = predict(top, argv)
+    whole = as_dict(predict(top, ["restore", "."]))
+    assert as_dict(radius) == whole
+    destroyed, _ = observe(top, argv, stdin=b"unstaged.txt\n")
+    assert set(destroyed) <= set(whole)
+    assert destroyed
+
+
+# ---------------------------------------------------------------------------
+# stash: work moved away from its author
+
+
+def _changed(top: Path, argv: list[str]) -> set[str]:
+    before = snapshot(top)
+    subprocess.run(["git", *argv], cwd=top, capture_output=True, check=False)
+    after = snapshot(top)
+    changed = set()
+    for b, a in ((before.work, after.work), (before.index, after.index)):
+        changed |= {p for p in b.keys() | a.keys() if b.get(p) != a.get(p)}
+    return changed
+
+
+STASH_CASES = [
+    ["stash"],
+    ["stash", "-u"],
+    ["stash", "push", "--include-u"],
+    ["stash", "-a"],
+    ["stash", "--keep-index"],
+    ["stash", "push", "--", "dir", "staged.txt"],
+    ["stash", "save", "-u", "message"],
+    ["-c", "alias.st=stash -a", "st"],
+]
+
+
+@pytest.mark.parametrize("argv", STASH_CASES, ids=[" ".join(c) for c in STASH_CASES])
+def test_stash_moves_exactly_the_paths_it_takes_away(
+    tmp_path: Path, factory: Path, argv: list[str]
+) -> None:
+    top = _repo(tmp_path, factory, NO_ITA)
+    radius = predict(top, argv)
+    assert radius.moves and not radius.everything
+    assert set(radius.paths) == _changed(top, argv)
+
+
+def test_stash_with_an_intent_to_add_entry_refuses_so_nothing_moves(
+    tmp_path: Path, factory: Path
+) -> None:
+    top = _repo(tmp_path, factory, FULL)
+    radius = predict(top, ["stash", "-u"])
+    assert radius.empty()
+    assert _changed(top, ["stash", "-u"]) == set()
+
+
+def test_stash_drop_pop_and_clear_name_the_entries_commits(tmp_path: Path) -> None:
+    top = make_repo(tmp_path / "r")
+    oids = []
+    for n in range(3):
+        write(top, "README", f"edit {n}\n")
+        git(top, "stash", "-q")
+        oids.append(git(top, "rev-parse", "stash@{0}").strip())
+    newest, middle, oldest = oids[2], oids[1], oids[0]
+    assert predict(top, ["stash", "drop"]).commits == [(newest, "stash@{0}")]
+    assert predict(top, ["stash", "drop", "1"]).commits == [(middle, "stash@{1}")]
+    assert predict(top, ["stash", "pop", "stash@{2}"]).commits == [(oldest, "stash@{2}")]
+    cleared = predict(top, ["stash", "clear"])
+    assert [oid for oid, _ in cleared.commits] == [newest, middle, oldest]
+    assert not cmdline.could_destroy(cmdline.parse(["stash", "list"], dict(os.environ), str(top)))
+    assert predict(top, ["stash", "show"]).empty()
+    git(top, "stash", "clear")
+    assert predict(top, ["stash", "clear"]).empty()
+
+
+# ---------------------------------------------------------------------------
+# branches and commits
+
+
+def _branch_repo(tmp_path: Path) -> tuple[Path, str, str]:
+    top = make_repo(tmp_path / "r")
+    git(top, "branch", "merged")
+    git(top, "checkout", "-q", "-b", "lonely")
+    write(top, "README", "lonely\n")
+    git(top, "commit", "-q", "-am", "lonely")
+    lonely = git(top, "rev-parse", "HEAD").strip()
+    git(top, "checkout", "-q", "main")
+    return top, lonely, git(top, "rev-parse", "HEAD").strip()
+
+
+def test_branch_force_delete_names_commits_no_other_ref_reaches(tmp_path: Path) -> None:
+    top, lonely, _main = _branch_repo(tmp_path)
+    assert predict(top, ["branch", "-D", "lonely", "merged"]).commits == [(lonely, "branch lonely")]
+    assert predict(top, ["branch", "--delete", "--force", "merged"]).commits == []
+    git(top, "branch", "twin", "lonely")
+    assert predict(top, ["branch", "-D", "lonely"]).commits == []
+    assert predict(top, ["branch", "-D", "lonely", "twin"]).commits == [
+        (lonely, "branch lonely"),
+        (lonely, "branch twin"),
+    ]
+
+
+def test_branch_reset_rename_and_checkout_B_name_the_overwritten_tip(tmp_path: Path) -> None:
+    top, lonely, main = _branch_repo(tmp_path)
+    assert predict(top, ["branch", "-f", "lonely", "main"]).commits == [(lonely, "branch lonely")]
+    assert predict(top, ["branch", "-M", "merged", "lonely"]).commits == [(lonely, "branch lonely")]
+    assert predict(top, ["checkout", "-B", "lonely"]).commits == [(lonely, "branch lonely")]
+    assert predict(top, ["switch", "-C", "lonely", "main"]).commits == [(lonely, "branch lonely")]
+    assert predict(top, ["branch", "-f", "merged", "main"]).commits == []
+    assert main
+
+
+# ---------------------------------------------------------------------------
+# worktree remove, submodule deinit, sparse-checkout, aborts, autostash
+
+
+def test_worktree_remove_force_loses_everything_dirty_in_that_worktree(tmp_path: Path) -> None:
+    top = base_repo(tmp_path / "r")
+    wt = tmp_path / "wt two"
+    git(top, "worktree", "add", "-q", str(wt), "other")
+    write(wt, "changes_in_x.txt", "edited in wt\n")
+    write(wt, "new file.txt", "untracked in wt\n")
+    write(wt, "w.log", "ignored in wt\n")
+    radius = predict(top, ["worktree", "remove", "--force", str(wt)])
+    assert radius.worktree == str(wt)
+    expected = {
+        "changes_in_x.txt": {"worktree"},
+        "new file.txt": {"untracked"},
+        "w.log": {"ignored"},
+    }
+    assert as_dict(radius) == expected
+    assert predict(top, ["worktree", "remove", str(wt)]).empty()  # git refuses: dirty
+    git(top, "worktree", "remove", "--force", str(wt))
+    assert not wt.exists()
+
+
+def test_worktree_remove_without_force_still_deletes_ignored_files(tmp_path: Path) -> None:
+    top = base_repo(tmp_path / "r")
+    wt = tmp_path / "wt"
+    git(top, "worktree", "add", "-q", "--detach", str(wt))
+    write(wt, "only.log", "ignored only\n")
+    radius = predict(top, ["-C", str(wt), "worktree", "remove", "."])
+    assert as_dict(radius) == {"only.log": {"ignored"}}
+    git(top, "worktree", "remove", str(wt))
+    assert not wt.exists()
+
+
+def test_worktree_remove_names_a_detached_head_no_ref_reaches(tmp_path: Path) -> None:
+    top = base_repo(tmp_path / "r")
+    wt = tmp_path / "wt"
+    git(top, "worktree", "add", "-q", "--detach", str(wt))
+    write(wt, "clean.txt", "committed only in wt\n")
+    git(wt, "commit", "-q", "-am", "detached work")
+    head = git(wt, "rev-parse", "HEAD").strip()
+    radius = predict(top, ["worktree", "remove", str(wt)])
+    assert [oid for oid, _ in radius.commits] == [head]
+
+
+def test_submodule_deinit_force_loses_the_submodules_dirty_files(tmp_path: Path) -> None:
+    sub_src = make_repo(tmp_path / "sub-src", {"lib.txt": "lib\n", ".gitignore": "*.o\n"})
+    top = make_repo(tmp_path / "r")
+    git(top, "submodule", "add", "-q", str(sub_src), "libs/sub")
+    git(top, "commit", "-q", "-m", "add sub")
+    sub = top / "libs" / "sub"
+    write(sub, "lib.txt", "lib edited\n")
+    write(sub, "new.txt", "sub untracked\n")
+    write(sub, "x.o", "sub ignored\n")
+    assert predict(top, ["submodule", "deinit", "libs/sub"]).empty()  # git refuses
+    radius = predict(top, ["submodule", "deinit", "-f", "libs/sub"])
+    expected = {
+        "libs/sub/lib.txt": {"worktree"},
+        "libs/sub/new.txt": {"untracked"},
+        "libs/sub/x.o": {"ignored"},
+    }
+    assert as_dict(radius) == expected
+    git(top, "submodule", "deinit", "-q", "-f", "libs/sub")
+    assert not (sub / "lib.txt").exists()
+    assert not (sub / "x.o").exists()
+
+
+def test_sparse_checkout_set_loses_ignored_files_leaving_the_cone(tmp_path: Path) -> None:
+    top = make_repo(
+        tmp_path / "r",
+        {
+            "a/keep.txt": "a\n",
+            "b/go.txt": "b\n",
+            "b/deep/go2.txt": "bd\n",
+            "c/c.txt": "c\n",
+            "d/d.txt": "d\n",
+            ".gitignore": "*.log\n",
+        },
+    )
+    write(top, "b/deep/gone.log", "ignored in b/deep\n")
+    write(top, "a/stays.log", "ignored in a\n")
+    write(top, "c/kept.log", "ignored in c, kept: c holds untracked work\n")
+    write(top, "c/unt.txt", "untracked in c\n")
+    write(top, "d/kept.log", "ignored in d, kept: d holds a local change\n")
+    write(top, "d/d.txt", "d edited\n")
+    argv = ["sparse-checkout", "set", "a"]
+    radius = predict(top, argv)
+    destroyed, proc = observe(top, argv)
+    assert proc.returncode == 0, proc.stderr
+    assert as_dict(radius) == destroyed == {"b/deep/gone.log": {"ignored"}}
+
+
+def _conflicted(tmp_path: Path, command: str) -> Path:
+    top = make_repo(tmp_path / "r", {"f.txt": "base\n", "g.txt": "g base\n"})
+    git(top, "checkout", "-q", "-b", "side")
+    write(top, "f.txt", "side\n")
+    write(top, "h.txt", "side adds h\n")
+    git(top, "add", "-A")
+    git(top, "commit", "-q", "-m", "side")
+    git(top, "checkout", "-q", "main")
+    write(top, "f.txt", "main\n")
+    git(top, "commit", "-q", "-am", "main")
+    write(top, "g.txt", "g local edit\n")
+    git(top, command, "side", check=False)
+    write(top, "f.txt", "resolution in progress\n")
+    return top
+
+
+CONFLICT_CASES = [
+    ("merge", ["reset", "--hard"]),
+    ("merge", ["reset", "--merge"]),
+    ("merge", ["reset"]),
+    ("merge", ["checkout", "-f", "HEAD"]),
+    ("merge", ["checkout", "--", "."]),
+    ("merge", ["checkout", "--ours", "--", "f.txt"]),
+    ("merge", ["checkout", "-m", "--", "f.txt"]),
+    ("merge", ["restore", "f.txt"]),
+    ("merge", ["restore", "--theirs", "f.txt"]),
+    ("merge", ["restore", "-m", "f.txt"]),
+    ("merge", ["switch", "-f", "side"]),
+    ("merge", ["stash"]),
+    ("cherry-pick", ["cherry-pick", "--skip"]),
+    ("cherry-pick", ["reset", "--hard"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("command", "argv"), CONFLICT_CASES, ids=[" ".join(c[1]) for c in CONFLICT_CASES]
+)
+def test_prediction_during_a_conflict_equals_what_git_destroyed(
+    tmp_path: Path, command: str, argv: list[str]
+) -> None:
+    top = _conflicted(tmp_path, command)
+    radius = predict(top, argv)
+    destroyed, _ = observe(top, argv, ("HEAD", "side"))
+    assert as_dict(radius) == destroyed
+
+
+@pytest.mark.parametrize("command", ["merge", "cherry-pick"])
+def test_abort_loses_the_conflict_resolution_in_progress(tmp_path: Path, command: str) -> None:
+    top = _conflicted(tmp_path, command)
+    argv = [command, "--abort"]
+    radius = predict(top, argv)
+    destroyed, proc = observe(top, argv, ("HEAD", "side"))
+    assert proc.returncode == 0, proc.stderr
+    assert as_dict(radius) == destroyed
+    assert "f.txt" in destroyed and "g.txt" not in destroyed
+    assert predict(top, argv).empty()  # nothing left to abort
+
+
+AUTOSTASH_CASES = [
+    ["rebase", "--autostash", "other"],
+    ["-c", "rebase.autoStash=true", "rebase", "other"],
+    ["merge", "--autostash", "other"],
+    ["-c", "merge.autostash=true", "merge", "other"],
+    ["-c", "pull.rebase=true", "-c", "rebase.autostash=1", "pull", "."],
+]
+
+
+@pytest.mark.parametrize("argv", AUTOSTASH_CASES, ids=[" ".join(c) for c in AUTOSTASH_CASES])
+def test_autostash_moves_every_local_change(tmp_path: Path, factory: Path, argv: list[str]) -> None:
+    top = _repo(tmp_path, factory, NO_ITA)
+    radius = predict(top, argv)
+    assert radius.moves
+    tracked_dirty = {e.path for e in blast.read_state(_ctx(top)).entries.values()}
+    assert set(radius.paths) == tracked_dirty
+    assert "staged_mod.txt" in radius.paths
+
+
+def test_rebase_without_autostash_moves_nothing(tmp_path: Path, factory: Path) -> None:
+    top = _repo(tmp_path, factory, NO_ITA)
+    assert predict(top, ["rebase", "other"]).empty()
+    assert predict(top, ["-c", "rebase.autoStash=true", "rebase", "--no-autostash", "x"]).empty()
+
+
+def _ctx(top: Path) -> blast.Context:
+    ctx = blast.context(cmdline.parse(["status"], dict(os.environ), str(top)))
+    assert ctx is not None
+    return ctx
+
+
+# ---------------------------------------------------------------------------
+# unknowns, bad inputs, read-only
+
+
+def test_shell_alias_and_unknown_flags_put_everything_at_risk(tmp_path: Path) -> None:
+    top = make_repo(tmp_path / "r")
+    assert predict(top, ["-c", "alias.x=!git reset --hard", "x"]).everything
+    assert predict(top, ["reset", "--hard", "--frobnicate"]).everything
+    assert predict(top, ["clean", "-fZ"]).everything
+    assert predict(top, ["checkout", "--no-such-flag", "main"]).everything
+    assert not predict(top, ["reset", "--hard"]).empty() or True  # clean tree: may be empty
+
+
+def test_nothing_at_risk_in_a_clean_tree(tmp_path: Path) -> None:
+    top = make_repo(tmp_path / "r")
+    for argv in (["reset", "--hard"], ["checkout", "--", "."], ["clean", "-fdx"]):
+        assert predict(top, argv).empty(), argv
+
+
+def test_outside_a_repository_nothing_is_at_risk(tmp_path: Path) -> None:
+    (tmp_path / "plain").mkdir()
+    assert predict(tmp_path / "plain", ["reset", "--hard"]).empty()
+
+
+def test_a_failing_git_query_is_unknown_state(tmp_path: Path) -> None:
+    top = make_repo(tmp_path / "r")
+    (top / ".git" / "index").write_bytes(b"garbage")
+    with pytest.raises(UnknownStateError):
+        predict(top, ["reset", "--hard"])
+
+
+def test_prediction_never_touches_the_index(tmp_path: Path, factory: Path) -> None:
+    top = _repo(tmp_path, factory, FULL)
+    index = top / ".git" / "index"
+    os.utime(index, (1_000_000_000, 1_000_000_000))
+    # Stale stat data everywhere: a refreshing reader would rewrite the index.
+    for p in top.rglob("*.txt"):
+        if ".git" not in p.parts and not p.is_symlink():
+            os.utime(p, None)
+    before = (index.read_bytes(), index.stat().st_mtime_ns)
+    for argv in (
+        ["reset", "--hard", "other"],
+        ["checkout", "other", "--", "."],
+        ["restore", "--source=other", "."],
+        ["clean", "-fdx"],
+        ["stash", "-u"],
+        ["rm", "-rf", "dir"],
+    ):
+        predict(top, argv)
+    assert (index.read_bytes(), index.stat().st_mtime_ns) == before
+
+
+def test_rebase_abort_resets_to_the_original_branch(tmp_path: Path) -> None:
+    top = make_repo(tmp_path / "r", {"f.txt": "base\n", "g.txt": "g base\n"})
+    git(top, "checkout", "-q", "-b", "side")
+    write(top, "f.txt", "side\n")
+    git(top, "commit", "-q", "-am", "side")
+    git(top, "checkout", "-q", "main")
+    write(top, "f.txt", "main\n")
+    git(top, "commit", "-q", "-am", "main")
+    git(top, "rebase", "side", check=False)
+    write(top, "f.txt", "resolution in progress\n")
+    write(top, "new.txt", "new during rebase\n")
+    git(top, "add", "new.txt")
+    argv = ["rebase", "--abort"]
+    radius = predict(top, argv)
+    destroyed, proc = observe(top, argv)
+    assert proc.returncode == 0, proc.stderr
+    assert as_dict(radius) == destroyed
+    assert set(destroyed) == {"f.txt", "new.txt"}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["checkout", "-p"], ["restore", "-p", "dir"], ["reset", "-p"], ["stash", "-p"]],
+    ids=lambda a: " ".join(a),
+)
+def test_patch_mode_counts_every_hunk_it_could_be_told_to_take(
+    tmp_path: Path, factory: Path, argv: list[str]
+) -> None:
+    # The answers come on stdin, which guards never reads: all of them could be "y".
+    top = _repo(tmp_path, factory, NO_ITA)
+    radius = predict(top, argv)
+    answer_yes = b"a\n" * 100
+    destroyed, _ = observe(top, argv, stdin=answer_yes)
+    assert set(destroyed) <= set(radius.paths)
+    assert radius.paths
+
+
+def test_checkout_dash_means_the_previous_branch(tmp_path: Path, factory: Path) -> None:
+    top = _repo(tmp_path, factory, CALM)
+    git(top, "checkout", "-q", "other")
+    git(top, "checkout", "-q", "main")
+    write(top, "icoll.log", "ignored again\n")
+    assert as_dict(predict(top, ["checkout", "-"])) == {"icoll.log": {"ignored"}}
+
+
+def test_recursing_into_submodules_is_not_computed(tmp_path: Path) -> None:
+    top = make_repo(tmp_path / "r")
+    assert predict(top, ["reset", "--hard", "--recurse-submodules"]).everything
+    assert predict(top, ["submodule", "update", "--force"]).everything
+
+
+def test_mv_onto_a_file_inside_an_ignored_directory(tmp_path: Path, factory: Path) -> None:
+    top = _repo(tmp_path, factory, FULL)
+    radius = assert_exact(top, ["mv", "-f", "clean.txt", "build/out.bin"])
+    assert as_dict(radius) == {"build/out.bin": {"ignored"}}
+
+
+def test_a_file_of_the_target_inside_an_ignored_directory_hits_only_that_file(
+    tmp_path: Path,
+) -> None:
+    top = base_repo(tmp_path / "r")
+    git(top, "checkout", "-q", "other")
+    write(top, "build/in-x.bin", "tracked in x only\n")
+    git(top, "add", "-f", "build/in-x.bin")
+    git(top, "commit", "-q", "-m", "x has a file in build/")
+    git(top, "checkout", "-q", "main")
+    write(top, "build/in-x.bin", "ignored, collides\n")
+    write(top, "build/other.bin", "ignored, stays\n")
+    for argv in (["checkout", "other"], ["reset", "--hard", "other"]):
+        radius = predict(top, argv)
+        assert as_dict(radius) == {"build/in-x.bin": {"ignored"}}, argv
+    assert_exact(top, ["reset", "--hard", "other"])
+
+
+def test_git_dir_and_work_tree_from_the_environment(tmp_path: Path, factory: Path) -> None:
+    top = _repo(tmp_path, factory, FULL)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = dict(os.environ, GIT_DIR=str(top / ".git"), GIT_WORK_TREE=str(top))
+    cmd = cmdline.parse(["reset", "--hard"], env, str(elsewhere))
+    radius = blast.blast_radius(cmd)
+    assert radius.worktree == str(top)
+    assert as_dict(radius) == as_dict(predict(top, ["reset", "--hard"]))
+    assert "staged_mod.txt" in radius.paths
