@@ -184,6 +184,27 @@ KEYS: dict[str, Key] = {
             "how many paths `guards frame` lists before it says how many more",
         ),
         Key(
+            "worktree.include",
+            [],
+            parse_list,
+            "gitignore-style patterns of ignored artifacts (virtualenvs, node_modules, .env) "
+            "that `guards worktree add` links or copies into a new worktree, besides "
+            ".worktreeinclude",
+        ),
+        Key(
+            "worktree.include_mode",
+            "auto",
+            _choice("auto", "link", "copy"),
+            "how included artifacts reach a new worktree: auto (link directories, copy "
+            "files), link or copy",
+        ),
+        Key(
+            "worktree.lock_timeout",
+            120.0,
+            parse_duration,
+            "how long `guards worktree add` and `guards reap --apply` wait for each other",
+        ),
+        Key(
             "doctor.stale_after",
             14 * 86400.0,
             parse_duration,
