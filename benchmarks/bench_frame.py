@@ -1,0 +1,137 @@
+"""guards frame against Python start-up plus one `git status --porcelain=v2 -z`.
+
+The frame runs before every agent turn, so its budget is what the cheapest possible
+Python hook would pay anyway: start the interpreter and ask git once.
+Target (issue 4): guards frame <= 1.2x that baseline.
+
+Bytecode is cached in a temporary directory for every run (the sandbox sets
+PYTHONDONTWRITEBYTECODE, which an installed guards never suffers from).
+Usage: python benchmarks/bench_frame.py [--files 20000] [--dirty 200] [--attributed 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import env, generate_repo, guards_cmd, report, sh
+from guards.attribution import Attribution, fingerprint
+from guards.ledger import Ledger
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--files", type=int, default=20_000)
+    ap.add_argument("--dirty", type=int, default=200)
+    ap.add_argument("--attributed", type=int, default=100)
+    ap.add_argument("--sessions", type=int, default=20)
+    ap.add_argument("--repeat", type=int, default=21)
+    opts = ap.parse_args()
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
+        repo = Path(tmp) / "repo"
+        print(f"generating {opts.files} files ...", flush=True)
+        names = generate_repo(repo, opts.files)
+        _quiesce(repo)
+        dirty = names[:: max(1, len(names) // opts.dirty)][: opts.dirty]
+        for rel in dirty:
+            (repo / rel).write_text("changed\n")
+        _write_ledger(repo, dirty[: opts.attributed], opts.sessions)
+        run_env = _bytecode_env(Path(tmp) / "pycache")
+        status = ["git", "--no-optional-locks", "status", "--porcelain=v2", "-z"]
+        baseline_code = (
+            "import subprocess, sys\n"
+            f"subprocess.run({status!r}, stdout=subprocess.PIPE, check=True)\n"
+        )
+        clean = Path(tmp) / "clean"
+        generate_repo(clean, min(opts.files, 1000))
+        commands = {
+            "git status --porcelain=v2 -z": (status, repo),
+            "python start-up": ([sys.executable, "-c", "pass"], repo),
+            "python start-up + git status (baseline)": (
+                [sys.executable, "-c", baseline_code],
+                repo,
+            ),
+            "guards frame": (guards_cmd("frame"), repo),
+            "guards frame --json": (guards_cmd("frame", "--json"), repo),
+            "clean tree: baseline": ([sys.executable, "-c", baseline_code], clean),
+            "clean tree: guards frame": (guards_cmd("frame"), clean),
+        }
+        times, cpu = _interleaved(commands, run_env, opts.repeat)
+    rows = list(times.items())
+    report(
+        f"frame: {opts.files} tracked, {len(dirty)} dirty, {opts.attributed} attributed",
+        rows,
+    )
+    ratio = times["guards frame"] / times["python start-up + git status (baseline)"]
+    clean_ratio = times["clean tree: guards frame"] / times["clean tree: baseline"]
+    print(f"  guards frame / baseline = {ratio:.2f}x  (target <= 1.2x)")
+    print(f"  clean tree: guards frame / baseline = {clean_ratio:.2f}x  (target <= 1.2x)")
+    base = "python start-up + git status (baseline)"
+    print(
+        f"  CPU time: guards frame / baseline = {cpu['guards frame'] / cpu[base]:.2f}x, "
+        f"clean tree {cpu['clean tree: guards frame'] / cpu['clean tree: baseline']:.2f}x"
+    )
+
+
+def _bytecode_env(cache: Path) -> dict[str, str]:
+    e = env(PYTHONPYCACHEPREFIX=str(cache))
+    e.pop("PYTHONDONTWRITEBYTECODE", None)
+    return e
+
+
+def _interleaved(
+    commands: dict[str, tuple[list[str], Path]], run_env: dict[str, str], repeat: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Median wall and CPU time of each command, run in rotation so load hits all alike.
+
+    CPU time (user + system of the child and its git) is the steadier figure on a
+    shared machine.
+    """
+    wall: dict[str, list[float]] = {name: [] for name in commands}
+    cpu: dict[str, list[float]] = {name: [] for name in commands}
+    for round_ in range(repeat + 1):
+        for name, (args, cwd) in commands.items():
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter()
+            subprocess.run(args, cwd=cwd, env=run_env, check=True, stdout=subprocess.DEVNULL)
+            elapsed = time.perf_counter() - start
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if round_:  # the first round warms caches (and writes the bytecode)
+                wall[name].append(elapsed)
+                cpu[name].append(
+                    after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+                )
+    return (
+        {name: statistics.median(values) for name, values in wall.items()},
+        {name: statistics.median(values) for name, values in cpu.items()},
+    )
+
+
+def _write_ledger(repo: Path, attributed: list[str], sessions: int) -> None:
+    now = time.time()
+    with Ledger(repo / ".git" / "guards").transaction() as data:
+        for i in range(sessions):
+            data.sessions[f"s{i}"] = {"id": f"s{i}", "started": now, "last_seen": now}
+        mine = data.paths.setdefault(str(repo.resolve()), {})
+        for i, rel in enumerate(attributed):
+            mine[rel] = Attribution(f"s{i % sessions}", fingerprint(repo / rel), now).to_json()
+
+
+def _quiesce(repo: Path) -> None:
+    """Let the auto gc that the big commit started finish, and start no other one."""
+    sh(["git", "config", "gc.auto", "0"], repo)
+    deadline = time.monotonic() + 600
+    while (repo / ".git" / "gc.pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,185 @@
+"""guards frame: what a new turn inherits (nothing at all when the tree is clean).
+
+It runs before every agent turn, so the common case — a clean tree — costs one
+``git status`` and almost no imports: the repository, the ledger and the settings are
+looked at only when there is something to show. It never blocks the turn it frames:
+every failure is one line on stderr and exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from guards.frame import Frame
+    from guards.repo import Repo
+
+HELP = "print the uncommitted work a new agent turn inherits (nothing when clean)"
+
+DEFAULT_MAX = 20
+
+#: Exactly what ``guards.dirty.read_dirty`` asks (kept here so that a clean tree needs
+#: neither that module nor repository discovery). Porcelain paths are relative to the
+#: top level whatever the current directory.
+STATUS_ARGS = (
+    "status",
+    "--porcelain=v2",
+    "-z",
+    "--no-renames",
+    "--untracked-files=all",
+    "--ignored=no",
+    "--ignore-submodules=none",
+)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max",
+        metavar="N",
+        help="list at most N paths, then say how many more (default: config frame.max_paths)",
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable (see README)")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        _frame(args)
+    except BrokenPipeError:
+        pass
+    except Exception as e:  # the frame must never break the turn it frames
+        from guards.output import error
+
+        message = str(e).splitlines()[0] if str(e) else type(e).__name__
+        error(f"frame: {message}")
+    return 0
+
+
+def _frame(args: argparse.Namespace) -> None:
+    from guards import git
+
+    max_paths = _parse_max(args.max)
+    status = git.run(STATUS_ARGS, check=False)
+    if status.returncode != 0:
+        repo = _repo_or_none()
+        if repo is None or repo.toplevel is None:
+            if args.json:
+                _dump(None, None, max_paths)
+            return  # not a repository, or no work tree: nothing to frame
+        raise git.GitError(STATUS_ARGS, status.returncode, status.stderr)
+    if not status.stdout and not args.json:
+        return
+    from guards import frame
+    from guards.dirty import parse_porcelain_v2
+    from guards.repo import discover
+
+    repo = discover()
+    found = frame.attribute(repo, parse_porcelain_v2(status.stdout), _caller())
+    if found.entries and max_paths is None:
+        max_paths = _configured_max(repo)
+    if found.ledger_problem:
+        from guards.output import error
+
+        error(f"{found.ledger_problem}; owners shown as unknown")
+    if args.json:
+        _dump(repo, found, max_paths)
+        return
+    text = frame.render(found, max_paths or DEFAULT_MAX)
+    if text:
+        import sys
+
+        # UTF-8 whatever the locale: the frame holds an em dash and quoted paths.
+        sys.stdout.buffer.write(text.encode("utf-8", "surrogateescape"))
+        sys.stdout.flush()
+
+
+def _dump(repo: Repo | None, found: Frame | None, max_paths: int | None) -> None:
+    from guards import frame
+    from guards.output import dump_json
+
+    dump_json(frame.as_json(repo, found, max_paths or DEFAULT_MAX))
+
+
+def _repo_or_none() -> Repo | None:
+    from guards.repo import NotARepositoryError, discover
+
+    try:
+        return discover()
+    except NotARepositoryError:
+        return None
+
+
+def _parse_max(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        from guards.output import error
+
+        error(f"frame: --max wants a whole number >= 1, not {value!r}; using the default")
+        return None
+    return number
+
+
+def _configured_max(repo: Repo) -> int:
+    """``frame.max_paths``: environment, then repository file, then user file.
+
+    The same precedence as ``Config.get``, but the user file is found without importing
+    ``platformdirs`` on Linux (a fifth of the frame's own cost) and only when needed.
+    """
+    import os
+
+    from guards import config
+    from guards.errors import GuardsError
+
+    name = "frame.max_paths"
+    key = config.KEYS[name]
+    try:
+        if key.env in os.environ:
+            return int(config.validate(name, os.environ[key.env], f"environment {key.env}"))
+        for path in (config.repo_config_path(repo.ledger_dir), user_config_path()):
+            values = config.read_file(path)
+            if name in values:
+                return int(key.parse(values[name]))
+        return int(key.default)
+    except GuardsError as e:
+        from guards.output import error
+
+        error(f"frame: {e}; listing up to {DEFAULT_MAX} paths")
+        return DEFAULT_MAX
+
+
+def user_config_path() -> Path:
+    """``guards.config.user_config_path()``, computed as platformdirs does on Linux."""
+    import os
+    import sys
+
+    from guards import config
+
+    if not sys.platform.startswith("linux"):
+        return config.user_config_path()
+    base = os.environ.get("XDG_CONFIG_HOME", "")
+    if not base.strip():
+        base = os.path.expanduser("~/.config")
+    return Path(base) / "guards" / config.CONFIG_FILE
+
+
+def _caller() -> str | None:
+    import os
+
+    if not os.environ.get("GUARDS_SESSION", "").strip():
+        return None  # unidentified; guards.session (and its imports) not needed
+    from guards.errors import GuardsError
+    from guards.session import caller_id
+
+    try:
+        return caller_id()
+    except GuardsError as e:
+        from guards.output import error
+
+        error(f"frame: {e}; treating the caller as unidentified")
+        return None

@@ -1,0 +1,168 @@
+"""The frame: what a new agent turn inherits, in a few lines for its prompt.
+
+It sits on the agent's hot path, so it costs one ``git status`` plus one ledger read,
+never takes a lock, never writes, and imports nothing it does not need (the config
+files, and with them ``platformdirs``, are read only when there is something to show).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+from guards.attribution import UNKNOWN_OWNER, Owner, Ownership, classify
+from guards.dirty import DirtyPath, read_dirty
+from guards.ledger import SCHEMA, Ledger, LedgerData
+from guards.output import age, iso, show_path
+from guards.repo import Repo
+
+CLOSING = (
+    "You did not necessarily make these. Do not assume they are yours, and do not\n"
+    "assume they are someone else's.]"
+)
+#: Spaces between the longest shown path and the owner column.
+GAP = 3
+
+
+class Entry:
+    """One dirty path and its owner (a plain class: dataclasses cost start-up time)."""
+
+    __slots__ = ("dirty", "owner")
+
+    def __init__(self, dirty: DirtyPath, owner: Owner) -> None:
+        self.dirty = dirty
+        self.owner = owner
+
+
+class Frame:
+    """What a turn inherits: the dirty paths with owners, for ``caller``."""
+
+    __slots__ = ("caller", "entries", "ledger_problem")
+
+    def __init__(
+        self, entries: list[Entry], caller: str | None, ledger_problem: str | None
+    ) -> None:
+        self.entries = entries
+        self.caller = caller
+        #: Why owners are all unknown (an unreadable ledger), else None.
+        self.ledger_problem = ledger_problem
+
+
+def read_ledger_quietly(ledger: Ledger) -> tuple[LedgerData | None, str | None]:
+    """The ledger without side effects: no lock, no keeping a corrupt file aside.
+
+    :meth:`Ledger.read` moves a corrupt file aside under the lock; the frame must never
+    block and doctor must never modify, so both read through here instead. Returns the
+    data (empty when there is no ledger yet) or the reason it cannot be trusted.
+    """
+    try:
+        raw = ledger.path.read_bytes()
+    except FileNotFoundError:
+        return LedgerData(), None
+    except OSError as e:
+        return None, f"ledger {ledger.path} is unreadable ({e.strerror})"
+    try:
+        doc = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        return None, f"ledger {ledger.path} is corrupt ({_first_line(e)})"
+    schema = doc.get("schema") if isinstance(doc, dict) else None
+    if isinstance(schema, int) and not isinstance(schema, bool) and schema > SCHEMA:
+        return None, (
+            f"ledger {ledger.path} was written by a newer guards (schema {schema}, "
+            f"this guards reads {SCHEMA})"
+        )
+    if schema != SCHEMA:
+        return None, f"ledger {ledger.path} is corrupt (schema is {schema!r}, expected {SCHEMA})"
+    try:
+        return LedgerData.from_json(doc), None
+    except ValueError as e:
+        return None, f"ledger {ledger.path} is corrupt ({_first_line(e)})"
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return text[:80]
+
+
+def collect(repo: Repo, caller: str | None) -> Frame:
+    """The dirty paths of the caller's work tree with their owners (one ``git status``)."""
+    return attribute(repo, read_dirty(repo), caller)
+
+
+def attribute(repo: Repo, dirty: list[DirtyPath], caller: str | None) -> Frame:
+    """Owners for dirty paths already read (one ledger read, no lock)."""
+    if not dirty:
+        return Frame([], caller, None)
+    data, problem = read_ledger_quietly(Ledger(repo.ledger_dir))
+    records = data.paths.get(repo.worktree_key, {}) if data is not None else {}
+    top = repo.worktree
+    entries = []
+    for d in dirty:
+        record = records.get(d.path)
+        owner = (
+            classify(record, top / d.path, caller, repo.object_format)
+            if record is not None
+            else UNKNOWN_OWNER
+        )
+        entries.append(Entry(d, owner))
+    return Frame(entries, caller, problem)
+
+
+def owner_text(owner: Owner, caller: str | None, now: float) -> str:
+    """``session pod-architect, 2 min ago`` / ``owner unknown``."""
+    if owner.ownership is Ownership.UNKNOWN or owner.session is None:
+        return "owner unknown"
+    who = "your session" if owner.session == caller else "session"
+    when = f", {age(owner.recorded, now)}" if owner.recorded is not None else ""
+    return f"{who} {owner.session}{when}"
+
+
+def render(frame: Frame, max_paths: int, now: float | None = None) -> str:
+    """The frame text; empty when nothing is dirty."""
+    if not frame.entries:
+        return ""
+    now = time.time() if now is None else now
+    n = len(frame.entries)
+    shown = frame.entries[:max_paths]
+    paths = [show_path(e.dirty.path) for e in shown]
+    width = max(len(p) for p in paths) + GAP
+    noun = "change" if n == 1 else "changes"
+    lines = [f"[Workspace: {n} uncommitted {noun} present before this turn began \u2014"]
+    for entry, path in zip(shown, paths, strict=True):
+        lines.append(
+            f"{entry.dirty.state} {path.ljust(width)}({owner_text(entry.owner, frame.caller, now)})"
+        )
+    if n > len(shown):
+        lines.append(f" ... and {n - len(shown)} more (`guards status` lists them all)")
+    lines.append(CLOSING)
+    return "\n".join(lines) + "\n"
+
+
+def as_json(repo: Repo | None, frame: Frame | None, max_paths: int) -> dict[str, Any]:
+    """The ``--json`` document (see the README's schema)."""
+    now = time.time()
+    entries = frame.entries if frame is not None else []
+    return {
+        "repository": os.fsdecode(repo.common_dir) if repo is not None else None,
+        "worktree": repo.worktree_key if repo is not None and repo.toplevel else None,
+        "caller": frame.caller if frame is not None else None,
+        "ledger_problem": frame.ledger_problem if frame is not None else None,
+        "total": len(entries),
+        "shown": min(len(entries), max_paths),
+        "paths": [
+            {
+                "path": e.dirty.path,
+                "state": e.dirty.xy,
+                "owner": e.owner.session,
+                "class": e.owner.ownership.value,
+                "recorded": iso(e.owner.recorded),
+                "age_seconds": (
+                    None if e.owner.recorded is None else round(max(0.0, now - e.owner.recorded), 3)
+                ),
+            }
+            for e in entries[:max_paths]
+        ],
+        "text": render(frame, max_paths, now) if frame is not None else "",
+    }
