@@ -9,7 +9,6 @@ unreadable). A path that changed after it was recorded has no known owner.
 from __future__ import annotations
 
 import enum
-import hashlib
 import os
 import stat
 from dataclasses import dataclass
@@ -62,6 +61,8 @@ class Fingerprint:
 
 
 def blob_id(data: bytes, object_format: str = "sha1") -> str:
+    import hashlib  # lazily: ~10 ms to import, and the frame's clean path never hashes
+
     h = hashlib.sha256() if object_format == "sha256" else hashlib.sha1()
     h.update(b"blob %d\0" % len(data))
     h.update(data)

@@ -1,0 +1,177 @@
+"""Snapshot speed: guards' rescue snapshot vs the best plain-git ways, in one run.
+
+    python benchmarks/bench_snapshot.py                # 100,000 files, 1,000 modified, 200 new
+    python benchmarks/bench_snapshot.py --files 2000   # quick
+
+Compared, on the same generated repository and the same dirty state:
+
+- ``plumbing``: the optimal private-index snapshot with plain git: copy the index keeping
+  its mtime, ``add -A``, ``write-tree``, ``commit-tree`` (real index untouched);
+- ``stash create``: ``git stash create`` (rewrites the real index, misses untracked files);
+- ``snapshot``: guards' snapshot of the dirty paths (hash, trees for HEAD+paths and for
+  the index state, full verification: trees read back, disk rehashed, blobs re-read);
+- ``rescue``: ``rescue_paths`` end to end (snapshot + create-only ref + rescue log).
+
+Each is run ``--repeat`` times; medians are printed with ratios to ``plumbing``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from guards import dirty as dirty_mod
+from guards.rescue import AtRiskPath, build_snapshots, rescue_paths
+from guards.workspace import Workspace
+
+ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.com",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.com",
+}
+
+
+def git(repo: Path, *args: str, env: dict[str, str] | None = None, stdin: bytes = b"") -> bytes:
+    return subprocess.run(
+        ["git", *args], cwd=repo, env=env or ENV, input=stdin, capture_output=True, check=True
+    ).stdout
+
+
+def generate(repo: Path, files: int, modified: int, untracked: int) -> None:
+    git(repo.parent, "init", "-q", str(repo))
+    for i in range(files):
+        d = repo / f"d{i // 1000:03d}" / f"e{(i // 100) % 10}"
+        if i % 100 == 0:
+            d.mkdir(parents=True, exist_ok=True)
+        (d / f"f{i}.txt").write_text(f"file {i}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "generated")
+    git(repo, "repack", "-adq")  # as after a clone or a gc: history lives in a pack
+    step = max(1, files // modified)
+    for i in range(0, step * modified, step):
+        path = repo / f"d{i // 1000:03d}" / f"e{(i // 100) % 10}" / f"f{i}.txt"
+        with open(path, "a") as f:
+            f.write("modified\n")
+    new = repo / "new"
+    new.mkdir()
+    for j in range(untracked):
+        (new / f"u{j}.txt").write_text(f"untracked {j}\n")
+    # Let the racy-git window pass, then refresh the real index once, as a user's
+    # `git status` would: every measured run starts from the same, fresh stat cache.
+    time.sleep(1.1)
+    git(repo, "status", "--porcelain")
+
+
+def plumbing(repo: Path, tmp: Path) -> None:
+    index = tmp / "plumbing-index"
+    shutil.copy2(repo / ".git" / "index", index)
+    env = {**ENV, "GIT_INDEX_FILE": str(index)}
+    git(repo, "add", "-A", env=env)
+    tree = git(repo, "write-tree", env=env).decode().strip()
+    head = git(repo, "rev-parse", "HEAD").decode().strip()
+    git(repo, "commit-tree", tree, "-p", head, "-m", "wip", env=env)
+
+
+def stash_create(repo: Path, tmp: Path) -> None:
+    git(repo, "stash", "create")
+
+
+def measure(fn: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=100_000)
+    parser.add_argument("--modified", type=int, help="default: 1%% of --files")
+    parser.add_argument("--untracked", type=int, default=200)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--keep", action="store_true", help="keep the generated repository")
+    args = parser.parse_args()
+    modified = args.modified if args.modified is not None else max(1, args.files // 100)
+    tmp = Path(tempfile.mkdtemp(prefix="guards-bench-"))
+    repo = tmp / "repo"
+    try:
+        t0 = time.perf_counter()
+        generate(repo, args.files, modified, args.untracked)
+        print(
+            f"repository: {args.files} tracked files, {modified} modified, "
+            f"{args.untracked} untracked (generated in {time.perf_counter() - t0:.1f}s); "
+            f"git {git(repo, 'version').decode().split()[-1]}, {os.cpu_count()} CPUs, "
+            f"median of {args.repeat}"
+        )
+        ws = Workspace.open(repo)
+        paths = [d.path for d in dirty_mod.read_dirty(ws.repo)]
+        at_risk = [AtRiskPath(p, "bench") for p in paths]
+
+        def snapshot() -> None:
+            build_snapshots(
+                ws, {"bench": paths}, command="bench", now=time.time(), split_local_only=False
+            )
+
+        def rescue() -> None:
+            rescue_paths(ws, at_risk, command="bench")
+
+        def status_and_rescue() -> None:
+            found = [AtRiskPath(d.path, "bench") for d in dirty_mod.read_dirty(ws.repo)]
+            rescue_paths(ws, found, command="bench")
+
+        index = repo / ".git" / "index"
+        before = (index.read_bytes(), index.stat().st_mtime_ns)
+        # Interleave the contenders so that drift (page cache, CPU) hits all alike.
+        runs: dict[str, list[float]] = {
+            "plumbing": [],
+            "snapshot": [],
+            "rescue": [],
+            "status+rescue": [],
+        }
+        contenders: dict[str, Callable[[], object]] = {
+            "plumbing": lambda: plumbing(repo, tmp),
+            "snapshot": snapshot,
+            "rescue": rescue,
+            "status+rescue": status_and_rescue,
+        }
+        for fn in contenders.values():
+            fn()  # warm-up
+        for _ in range(args.repeat):
+            for name, fn in contenders.items():
+                start = time.perf_counter()
+                fn()
+                runs[name].append(time.perf_counter() - start)
+        untouched = (index.read_bytes(), index.stat().st_mtime_ns) == before
+        # stash create rewrites the real index: measured last.
+        stash = measure(lambda: stash_create(repo, tmp), args.repeat)
+        medians = {name: statistics.median(t) for name, t in runs.items()}
+        medians["stash create"] = stash
+        base = medians["plumbing"]
+        print(f"{'method':<16}{'median s':>10}{'vs plumbing':>14}")
+        for name, value in medians.items():
+            print(f"{name:<16}{value:>10.3f}{value / base:>13.2f}x")
+        print(f"real index untouched by guards: {'yes' if untouched else 'NO'}")
+        if args.keep:
+            print(f"repository kept at {repo}")
+        return 0
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,580 @@
+"""Non-invasive snapshots: uncommitted work into commits, touching nothing.
+
+The real index is never written (not even its stat cache): it is copied, keeping its
+mtime so that git trusts its stat data and rehashes nothing it need not, and every
+write goes to that private copy through ``GIT_INDEX_FILE``. Only the listed paths are
+hashed (``update-index --stdin``: explicit paths, no pathspec matching, which costs
+O(index x pathspecs) in ``git add``). The working tree, HEAD, the stash and every ref
+stay as they were; the objects written are new, unreferenced blobs, trees and commits.
+
+One :class:`Capture` does the expensive part once; trees for any subset of its paths
+(one per owner, or one without secrets for a push) are then cheap copies of an index
+whose cache-tree is valid everywhere else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from guards import git
+from guards.errors import RefusedError
+from guards.repo import Repo
+
+#: git config for every command that writes a private index: a full index file of our
+#: own (no shared index written into the git dir), no fsmonitor round trips.
+_PRIVATE = ["-c", "core.splitIndex=false", "-c", "core.fsmonitor=false"]
+#: Commits guards writes never prompt for or attempt a signature.
+_NO_SIGN = ["-c", "commit.gpgsign=false"]
+
+GITLINK = "160000"
+SYMLINK = "120000"
+
+
+class SnapshotError(RefusedError):
+    """A snapshot could not be taken or verified; nothing points at it."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A tree entry: mode (octal text, as git prints it) and object id."""
+
+    mode: str
+    oid: str
+
+
+#: A path's state in a tree or index: an entry, or None when the path is absent.
+State = Entry | None
+
+
+@dataclass(frozen=True)
+class Change:
+    old: State
+    new: State
+    status: str
+
+
+def parse_raw_diff(data: bytes) -> dict[str, Change]:
+    """``diff-index``/``diff-tree -r -z --no-renames`` raw output -> path -> change."""
+    out: dict[str, Change] = {}
+    records = git.zsplit(data)
+    i = 0
+    while i + 1 < len(records):
+        meta = records[i].decode()
+        path = os.fsdecode(records[i + 1])
+        i += 2
+        old_mode, new_mode, old_oid, new_oid, status = meta.lstrip(":").split(" ")[:5]
+        out[path] = Change(_state(old_mode, old_oid), _state(new_mode, new_oid), status[:1])
+    return out
+
+
+def _state(mode: str, oid: str) -> State:
+    return None if mode == "000000" else Entry(mode, oid)
+
+
+def blob_oid(data: bytes, object_format: str = "sha1") -> str:
+    h = hashlib.sha256() if object_format == "sha256" else hashlib.sha1()
+    h.update(b"blob %d\0" % len(data))
+    h.update(data)
+    return h.hexdigest()
+
+
+def object_oid(kind: bytes, data: bytes, object_format: str = "sha1") -> str:
+    h = hashlib.sha256() if object_format == "sha256" else hashlib.sha1()
+    h.update(kind + b" %d\0" % len(data))
+    h.update(data)
+    return h.hexdigest()
+
+
+def zero_oid(object_format: str) -> str:
+    return "0" * (64 if object_format == "sha256" else 40)
+
+
+def empty_tree(object_format: str) -> str:
+    return (
+        "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321"
+        if object_format == "sha256"
+        else "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+    )
+
+
+def index_info_line(path: str, state: State, object_format: str) -> bytes:
+    """One ``update-index -z --index-info`` record (mode 0 removes every stage)."""
+    if state is None:
+        return b"0 %s\t%s\0" % (zero_oid(object_format).encode(), os.fsencode(path))
+    return b"%s %s\t%s\0" % (state.mode.encode(), state.oid.encode(), os.fsencode(path))
+
+
+def real_index_path(repo: Repo) -> Path:
+    """The index this work tree uses (its own in a linked worktree; honours GIT_INDEX_FILE)."""
+    res = repo.run(["rev-parse", "--path-format=absolute", "--git-path", "index"])
+    return Path(os.fsdecode(git.strip_newline(res.stdout)))
+
+
+def _locate(repo: Repo) -> tuple[Path, str | None, str]:
+    """The real index's path, HEAD and HEAD's tree (the empty tree when unborn): one call."""
+    res = repo.run(
+        ["rev-parse", "--path-format=absolute", "--git-path", "index", "HEAD", "HEAD^{tree}"],
+        check=False,
+    )
+    lines = git.strip_newline(res.stdout).split(b"\n")
+    if res.returncode == 0 and len(lines) == 3:
+        return Path(os.fsdecode(lines[0])), lines[1].decode(), lines[2].decode()
+    head = repo.head()
+    if head is not None:
+        raise SnapshotError(f"snapshot failed: cannot read HEAD's tree in {repo.worktree}")
+    return real_index_path(repo), None, empty_tree(repo.object_format)
+
+
+def expand_paths(top: Path, paths: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Normalize the listed paths; a plain directory stands for every file under it.
+
+    Returns (paths, repositories): directories holding a ``.git`` are nested
+    repositories or submodules, kept as one path each for the caller to judge.
+    """
+    seen: set[str] = set()
+    out: list[str] = []
+    repos: list[str] = []
+
+    def add(p: str) -> None:
+        if p not in seen:
+            seen.add(p)
+            out.append(p)
+
+    base = os.fspath(top) + os.sep
+    for raw in paths:
+        p = raw.rstrip("/")
+        if not p:
+            continue
+        try:
+            st = os.lstat(base + p)
+        except OSError:
+            add(p)  # deleted (or unreadable: the snapshot will say so)
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            add(p)
+            continue
+        absolute = top / p
+        if os.path.lexists(absolute / ".git"):
+            repos.append(p)
+            add(p)
+            continue
+        for dirpath, dirnames, filenames in os.walk(absolute):
+            rel = os.path.relpath(dirpath, top).replace(os.sep, "/")
+            for d in list(dirnames):
+                full = os.path.join(dirpath, d)
+                if os.path.islink(full):
+                    add(f"{rel}/{d}")
+                    dirnames.remove(d)
+                elif os.path.lexists(os.path.join(full, ".git")):
+                    repos.append(f"{rel}/{d}")
+                    add(f"{rel}/{d}")
+                    dirnames.remove(d)
+            for f in filenames:
+                add(f"{rel}/{f}")
+    return out, repos
+
+
+@dataclass
+class Capture:
+    """The listed paths hashed once into a private index, ready to be cut into trees.
+
+    Use as a context manager: the private index files live in a temporary directory.
+    """
+
+    repo: Repo
+    paths: list[str]
+    head: str | None = None
+    head_tree: str = ""
+    #: the tree of HEAD plus every listed path in its working-tree state
+    all_tree: str = ""
+    #: listed paths whose working-tree state differs from HEAD
+    worktree_changes: dict[str, Change] = field(default_factory=dict)
+    #: listed paths whose (stage 0) index state differs from HEAD; unmerged ones too
+    index_changes: dict[str, Change] = field(default_factory=dict)
+    #: unmerged listed paths -> [(stage, entry)]
+    stages: dict[str, list[tuple[int, Entry]]] = field(default_factory=dict)
+    skip_worktree: set[str] = field(default_factory=set)
+    _unchanged_states: dict[str, State] = field(default_factory=dict)
+    _tmp: Path | None = None
+    _base: Path | None = None
+    _counter: int = 0
+
+    @property
+    def fmt(self) -> str:
+        return self.repo.object_format
+
+    def __enter__(self) -> Capture:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+    # -- the expensive part, once --------------------------------------------------------
+
+    @classmethod
+    def take(
+        cls, repo: Repo, paths: list[str], on_hashed: Callable[[], object] | None = None
+    ) -> Capture:
+        """Hash ``paths`` into a private index; ``on_hashed`` runs once their blobs exist."""
+        cap = cls(repo=repo, paths=list(dict.fromkeys(paths)))
+        try:
+            cap._take(on_hashed)
+        except BaseException:
+            cap.close()
+            raise
+        return cap
+
+    def _take(self, on_hashed: Callable[[], object] | None) -> None:
+        repo = self.repo
+        real, self.head, self.head_tree = _locate(repo)
+        listed = set(self.paths)
+        # What the real index holds vs HEAD (read-only: --cached never refreshes).
+        res = _run(repo, ["diff-index", "--cached", "-z", "--no-renames", self.head_tree])
+        real_changes = parse_raw_diff(res.stdout)
+        self.index_changes = {p: c for p, c in real_changes.items() if p in listed}
+        unmerged = [p for p, c in self.index_changes.items() if c.status == "U"]
+        if unmerged:
+            self.stages = self._read_stages(unmerged)
+
+        self._tmp = Path(tempfile.mkdtemp(prefix="guards-snapshot-"))
+        base = self._tmp / "index"
+        if real.exists():
+            # copy2 keeps the mtime: git then trusts the stat data of every entry.
+            shutil.copy2(real, base)
+        self._base = base
+        # Everything staged that is not listed goes back to HEAD's state, so that the
+        # trees hold HEAD plus the listed paths and nothing else.
+        reverts: list[bytes] = []
+        for p, c in real_changes.items():
+            if p in listed:
+                continue
+            if c.status == "U":
+                # Removing every stage first makes an unmerged path a plain entry again.
+                reverts.append(index_info_line(p, None, self.fmt))
+            reverts.append(index_info_line(p, c.old, self.fmt))
+        if reverts:
+            self._private(base, ["update-index", "-z", "--index-info"], b"".join(reverts))
+        self._private(
+            base,
+            [
+                "update-index",
+                "--add",
+                "--remove",
+                "--replace",
+                "--ignore-skip-worktree-entries",
+                "-z",
+                "--stdin",
+            ],
+            git.nul_join(self.paths),
+        )
+        if on_hashed is not None:
+            on_hashed()
+        self.all_tree = self._write_tree(base)
+        res = _run(
+            repo, ["diff-tree", "-r", "-z", "--no-renames", self.head_tree,
+                   self.all_tree]
+        )  # fmt: skip
+        self.worktree_changes = parse_raw_diff(res.stdout)
+        stray = [p for p in self.worktree_changes if p not in listed]
+        if stray:
+            raise SnapshotError(
+                f"snapshot holds unlisted path {stray[0]!r} (the index changed meanwhile?); "
+                f"retry the command"
+            )
+        same = [
+            p for p in self.paths if p not in self.worktree_changes and p not in self.index_changes
+        ]
+        if same:
+            self._unchanged_states = self._head_entries(same)
+        missing_but_kept = [
+            p
+            for p in self.paths
+            if not os.path.lexists(repo.worktree / p)
+            and (p not in self.worktree_changes or self.worktree_changes[p].new is not None)
+        ]
+        if missing_but_kept:
+            self.skip_worktree = self._skip_worktree(missing_but_kept)
+
+    def _read_stages(self, paths: list[str]) -> dict[str, list[tuple[int, Entry]]]:
+        res = _run(self.repo, ["ls-files", "-u", "-s", "-z"])
+        wanted = set(paths)
+        out: dict[str, list[tuple[int, Entry]]] = {}
+        for rec in git.zsplit(res.stdout):
+            meta, _, raw_path = rec.partition(b"\t")
+            path = os.fsdecode(raw_path)
+            if path in wanted:
+                mode, oid, stage = meta.decode().split(" ")
+                out.setdefault(path, []).append((int(stage), Entry(mode, oid)))
+        return out
+
+    def _skip_worktree(self, paths: list[str]) -> set[str]:
+        res = _run(self.repo, ["--literal-pathspecs", "ls-files", "-z", "-t", "--", *paths])
+        out = set()
+        for rec in git.zsplit(res.stdout):
+            tag, _, raw = rec.partition(b" ")
+            if tag == b"S":
+                out.add(os.fsdecode(raw))
+        return out
+
+    # -- cheap cuts ----------------------------------------------------------------------
+
+    def head_state(self, path: str) -> State:
+        """HEAD's entry for a listed path (known whenever the path changed at all)."""
+        for changes in (self.worktree_changes, self.index_changes):
+            if path in changes:
+                return changes[path].old
+        return self.worktree_state(path)
+
+    def worktree_state(self, path: str) -> State:
+        if path in self.worktree_changes:
+            return self.worktree_changes[path].new
+        for changes in (self.index_changes,):
+            if path in changes:
+                return changes[path].old
+        return self._unchanged(path)
+
+    def index_state(self, path: str) -> State:
+        """The real index's stage-0 entry; HEAD's for an unmerged path (stages kept apart)."""
+        change = self.index_changes.get(path)
+        if change is None:
+            return self.head_state(path)
+        return change.old if change.status == "U" else change.new
+
+    def _unchanged(self, path: str) -> State:
+        # Neither the worktree nor the index differ from HEAD for this path.
+        if path not in self._unchanged_states:
+            self._unchanged_states.update(self._head_entries([path]))
+        return self._unchanged_states.get(path)
+
+    def _head_entries(self, paths: list[str]) -> dict[str, State]:
+        """HEAD's entries for ``paths`` (None when absent), in batches."""
+        out: dict[str, State] = dict.fromkeys(paths)
+        wanted = set(paths)
+        for start in range(0, len(paths), 500):
+            chunk = paths[start : start + 500]
+            res = _run(
+                self.repo,
+                [
+                    "--literal-pathspecs",
+                    "ls-tree",
+                    "-r",
+                    "-z",
+                    "--full-tree",
+                    self.head_tree,
+                    "--",
+                    *chunk,
+                ],
+            )
+            for rec in git.zsplit(res.stdout):
+                meta, _, raw = rec.partition(b"\t")
+                p = os.fsdecode(raw)
+                if p in wanted:
+                    mode, _kind, oid = meta.decode().split(" ")
+                    out[p] = Entry(mode, oid)
+        return out
+
+    def tree(self, paths: Iterable[str], kind: str = "worktree") -> str:
+        """HEAD's tree with ``paths`` in their worktree (or index) state, nothing else."""
+        wanted = set(paths)
+        if kind == "index" and not any(p in self.index_changes for p in wanted):
+            return self.head_tree  # nothing of theirs is staged: the index state is HEAD's
+        lines = []
+        for p in self.paths:
+            if p not in self.worktree_changes and p not in self.index_changes:
+                continue  # HEAD's state everywhere
+            if p in wanted:
+                if kind == "index":
+                    target = self.index_state(p)
+                    current = self.worktree_state(p)
+                    if target != current:
+                        lines.append(index_info_line(p, target, self.fmt))
+            elif p in self.worktree_changes:
+                lines.append(index_info_line(p, self.worktree_changes[p].old, self.fmt))
+        if not lines:
+            return self.all_tree
+        assert self._tmp is not None and self._base is not None
+        self._counter += 1
+        cut = self._tmp / f"cut{self._counter}"
+        shutil.copy2(self._base, cut)
+        self._private(cut, ["update-index", "-z", "--index-info"], b"".join(lines))
+        return self._write_tree(cut)
+
+    def stages_tree(self, paths: Iterable[str]) -> str | None:
+        """A tree holding ``<stage>/<path>`` for the unmerged paths among ``paths``."""
+        lines = [
+            index_info_line(f"{stage}/{p}", entry, self.fmt)
+            for p in paths
+            for stage, entry in self.stages.get(p, [])
+        ]
+        if not lines:
+            return None
+        assert self._tmp is not None
+        self._counter += 1
+        idx = self._tmp / f"stages{self._counter}"
+        self._private(idx, ["update-index", "-z", "--index-info"], b"".join(lines))
+        return self._write_tree(idx)
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _private(self, index: Path, args: list[str], stdin: bytes) -> git.Result:
+        return _run(self.repo, [*_PRIVATE, *args], stdin=stdin, index=index)
+
+    def _write_tree(self, index: Path) -> str:
+        return _run(self.repo, [*_PRIVATE, "write-tree"], index=index).stdout.decode().strip()
+
+
+def _run(
+    repo: Repo, args: list[str], *, stdin: bytes | None = None, index: Path | None = None
+) -> git.Result:
+    """git for a snapshot: a failure is a failed snapshot, said in one line."""
+    try:
+        return git.run(
+            args,
+            cwd=repo.worktree,
+            stdin=stdin,
+            extra_env={"GIT_INDEX_FILE": str(index)} if index is not None else None,
+            readonly=index is None,
+        )
+    except git.GitError as e:
+        raise SnapshotError(f"snapshot failed: {e}") from e
+
+
+def commit_tree(
+    repo: Repo, tree: str, parents: list[str], message: str, identity: dict[str, str]
+) -> str:
+    """A commit without hooks, prompts or signatures, under a fixed identity if need be."""
+    args = [*_NO_SIGN, "commit-tree", "--no-gpg-sign", tree]
+    for p in parents:
+        args += ["-p", p]
+    args += ["-F", "-"]
+    try:
+        res = git.run(
+            args,
+            cwd=repo.worktree,
+            stdin=message.encode("utf-8", "surrogateescape"),
+            extra_env=identity,
+        )
+    except git.GitError as e:
+        raise SnapshotError(f"snapshot failed: {e}") from e
+    return res.stdout.decode().strip()
+
+
+# -- verification -------------------------------------------------------------------------
+
+
+def read_tree_changes(repo: Repo, base_tree: str, tree: str) -> dict[str, Change]:
+    res = _run(repo, ["diff-tree", "-r", "-z", "--no-renames", base_tree, tree])
+    return parse_raw_diff(res.stdout)
+
+
+def disk_states(repo: Repo, paths: list[str], filemode: bool) -> dict[str, State | str]:
+    """What each path holds on disk now, as git would hash it.
+
+    A directory comes back as the string ``"directory"`` (a nested repository).
+    """
+    base = os.fspath(repo.worktree) + os.sep
+    fmt = repo.object_format
+    out: dict[str, State | str] = {}
+    for p in paths:
+        absolute = base + p
+        try:
+            st = os.lstat(absolute)
+        except (FileNotFoundError, NotADirectoryError):
+            out[p] = None
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            out[p] = Entry(SYMLINK, blob_oid(os.fsencode(os.readlink(absolute)), fmt))
+        elif stat.S_ISDIR(st.st_mode):
+            out[p] = "directory"
+        else:
+            mode = "100755" if filemode and st.st_mode & 0o100 else "100644"
+            out[p] = Entry(mode, _file_blob_oid(absolute, st.st_size, fmt))
+    return out
+
+
+def _file_blob_oid(path: str, size: int, object_format: str) -> str:
+    """The blob id of a file's raw bytes, read in chunks (rescued files may be large)."""
+    h = hashlib.sha256() if object_format == "sha256" else hashlib.sha1()
+    h.update(b"blob %d\0" % size)
+    seen = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+            seen += len(chunk)
+    if seen != size:
+        return ""  # changed while being read: never equal to what git stored
+    return h.hexdigest()
+
+
+def filtered_oids(repo: Repo, paths: list[str]) -> dict[str, str]:
+    """Blob ids as ``git add`` would store them (clean filters, eol conversion)."""
+    out: dict[str, str] = {}
+    plain = [p for p in paths if "\n" not in p]
+    if plain:
+        res = _run(
+            repo,
+            ["hash-object", "--stdin-paths"],
+            stdin=b"".join(os.fsencode(p) + b"\n" for p in plain),
+        )
+        out.update(zip(plain, res.stdout.decode().split(), strict=True))
+    for p in paths:
+        if "\n" in p:
+            res = _run(repo, ["hash-object", "--path", p, "--", p])
+            out[p] = res.stdout.decode().strip()
+    return out
+
+
+def check_objects(repo: Repo, oids: Iterable[str]) -> list[str]:
+    """Read every blob back and rehash it: the ids whose content is missing or corrupt."""
+    wanted = sorted(set(oids))
+    if not wanted:
+        return []
+    res = git.run(
+        ["cat-file", "--batch", "--buffer"],
+        cwd=repo.worktree,
+        stdin="".join(o + "\n" for o in wanted).encode(),
+        check=False,
+    )
+    if res.returncode != 0:
+        return wanted
+    bad: list[str] = []
+    data = res.stdout
+    pos = 0
+    for oid in wanted:
+        eol = data.find(b"\n", pos)
+        if eol < 0:
+            bad.append(oid)
+            break
+        header = data[pos:eol].split(b" ")
+        pos = eol + 1
+        if len(header) != 3:
+            bad.append(oid)
+            continue
+        size = int(header[2])
+        content = data[pos : pos + size]
+        pos += size + 1
+        if header[0].decode() != oid or object_oid(header[1], content, repo.object_format) != oid:
+            bad.append(oid)
+    return bad
+
+
+@contextlib.contextmanager
+def capture(repo: Repo, paths: list[str]) -> Iterator[Capture]:
+    cap = Capture.take(repo, paths)
+    try:
+        yield cap
+    finally:
+        cap.close()
