@@ -47,11 +47,18 @@ def generate_repo(path: Path, files: int, per_dir: int = 500) -> list[str]:
     return names
 
 
-def timeit(fn: Callable[[], object], repeat: int) -> float:
-    """Median wall time of ``fn`` over ``repeat`` runs (after one warm-up)."""
+def timeit(
+    fn: Callable[[], object], repeat: int, setup: Callable[[], object] | None = None
+) -> float:
+    """Median wall time of ``fn`` over ``repeat`` runs (after one warm-up); ``setup``
+    runs untimed before each."""
+    if setup:
+        setup()
     fn()
     samples = []
     for _ in range(repeat):
+        if setup:
+            setup()
         start = time.perf_counter()
         fn()
         samples.append(time.perf_counter() - start)

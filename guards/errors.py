@@ -45,3 +45,29 @@ class UnknownStateError(GuardsError):
 
 class RefusedError(GuardsError):
     exit_code = ExitCode.REFUSED
+
+
+def report_internal_error(exc: BaseException, hint: str = "") -> int:
+    """A bug: one line for the user, the traceback in guards' log file; exit 3."""
+    import sys
+    import traceback
+
+    from guards import __version__
+
+    where = "no log written"
+    try:
+        from pathlib import Path
+
+        from platformdirs import user_log_dir
+
+        log = Path(user_log_dir("guards")) / "guards.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"guards {__version__} python {sys.version.split()[0]} argv {sys.argv!r}\n")
+            f.write("".join(traceback.format_exception(exc)))
+        where = f"details in {log}"
+    except Exception:
+        pass
+    extra = f"; {hint}" if hint else ""
+    print(f"guards: internal error ({type(exc).__name__}: {exc}); {where}{extra}", file=sys.stderr)
+    return int(ExitCode.INTERNAL)

@@ -19,7 +19,18 @@ COMMANDS: dict[str, str] = {
     "record": "record",
     "status": "status",
     "config": "config",
+    "run": "run",
+    "install": "install",
+    "uninstall": "uninstall",
+    "demo": "demo",
+    "doctor": "doctor",
+    "frame": "frame",
     "hook": "hook",
+    "rescue": "rescue",
+    "checkpoint": "checkpoint",
+    "agent-hook": "agent_hook",
+    "worktree": "worktree",
+    "reap": "reap",
 }
 
 
@@ -57,6 +68,11 @@ def build_parser(only: str | None = None) -> Parser:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     try:
+        if args_list[:1] == ["run"]:
+            # The hot path: no argparse (git's argv must stay exact), no other imports.
+            from guards.commands.run import main as guarded_git
+
+            return guarded_git(args_list[1:])
         first = args_list[0] if args_list else None
         parser = build_parser(first if first in COMMANDS else None)
         args = parser.parse_args(args_list)
@@ -77,21 +93,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _internal_error(exc: Exception) -> int:
-    import traceback
+    from guards.errors import report_internal_error
 
-    where = "(no log written)"
-    try:
-        from pathlib import Path
-
-        from platformdirs import user_log_dir
-
-        log = Path(user_log_dir("guards")) / "guards.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with open(log, "a", encoding="utf-8") as f:
-            f.write(f"guards {__version__} python {sys.version.split()[0]} argv {sys.argv!r}\n")
-            f.write("".join(traceback.format_exception(exc)))
-        where = f"details in {log}"
-    except Exception:
-        pass
-    error(f"internal error ({type(exc).__name__}: {exc}); {where}")
-    return int(ExitCode.INTERNAL)
+    return report_internal_error(exc)

@@ -94,3 +94,8 @@ def table(rows: Sequence[Sequence[str]], header: Sequence[str] | None = None) ->
 def dump_json(doc: dict[str, Any], stream: TextIO = sys.stdout) -> None:
     """JSON with ``schema`` first; non-UTF-8 name bytes travel as ``\\udcXX`` escapes."""
     stream.write(json.dumps({"schema": JSON_SCHEMA_VERSION, **doc}, indent=2) + "\n")
+
+
+def stderr_line(line: str) -> None:
+    """A line on stderr exactly as given (the rescue report formats its own prefix)."""
+    print(line, file=sys.stderr, flush=True)

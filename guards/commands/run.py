@@ -1,0 +1,109 @@
+"""guards run -- <git args>: the guarded git.
+
+Classify what the command would destroy, rescue (or refuse) as the policy says, then
+``exec`` the real git with exactly the same arguments, environment, directory, stdin and
+terminal, so that its exit status, output and signals are git's own. Never reads stdin.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn
+
+from guards import git
+from guards.errors import ExitCode, GuardsError, UsageError
+from guards.output import error
+
+if TYPE_CHECKING:
+    import argparse
+
+HELP = "the guarded git: rescue foreign work, then run git with the same arguments"
+
+USAGE = """usage: guards run [--] <git arguments>
+
+Runs `git <git arguments>` after rescuing (or, with policy block, refusing to destroy)
+uncommitted work that is not provably the caller's own. Exit status: git's own, or 20
+when guards refused, 4 when it could not tell what is at risk. GUARDS_DISABLE=1 hands
+the command to git untouched."""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    import argparse
+
+    parser.add_argument("git_args", nargs=argparse.REMAINDER, metavar="GIT_ARGS")
+
+
+def run(args: argparse.Namespace) -> int:
+    git_args = list(args.git_args)
+    if git_args[:1] == ["--"]:
+        git_args = git_args[1:]
+    return main(git_args)
+
+
+def main(argv: Sequence[str]) -> int:
+    """Entry point used by ``guards run`` (without argparse: argv must stay exact)."""
+    args = list(argv)
+    if args[:1] in (["-h"], ["--help"]):
+        print(USAGE)
+        return ExitCode.OK
+    if args[:1] == ["--"]:
+        args = args[1:]
+    from guards.guard import DISABLE_ENV, OVERRIDE_HINT
+
+    if os.environ.get(DISABLE_ENV) == "1":
+        exec_git(args)
+    _enter_alias_prefix()
+    try:
+        _guard(args)
+    except KeyboardInterrupt:
+        return 130
+    except GuardsError as e:
+        code = e.exit_code if e.exit_code != ExitCode.USAGE else ExitCode.REFUSED
+        message = str(e)
+        if "GUARDS_DISABLE" not in message:
+            message = f"{message} ({OVERRIDE_HINT})"
+        error(message)
+        return int(code)
+    except Exception as e:  # a bug: git does not run, and the user learns how to bypass
+        from guards.errors import report_internal_error
+
+        return report_internal_error(e, hint=OVERRIDE_HINT)
+    exec_git(args)
+
+
+def _guard(args: list[str]) -> None:
+    from guards import cmdline
+
+    try:
+        cmd = cmdline.parse(args, os.environ, os.getcwd())
+    except UsageError:
+        return  # git rejects this command line itself, before it touches anything
+    if not cmdline.could_destroy(cmd):
+        return
+    from guards import blast, guard
+
+    with guard.command_environment(cmd):
+        radius = blast.blast_radius(cmd)
+        if radius.empty():
+            return
+        guard.protect(cmd, radius)
+
+
+def _enter_alias_prefix() -> None:
+    """git runs ``!`` aliases at the top level and says where the user was in GIT_PREFIX."""
+    prefix = os.environ.get("GIT_PREFIX")
+    if prefix and os.path.isdir(prefix):
+        os.chdir(prefix)
+
+
+def exec_git(args: Sequence[str]) -> NoReturn:
+    real = git.real_git()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execv(real, [real, *args])
+    except OSError as e:
+        error(f"cannot run git ({real}): {e.strerror}")
+        raise SystemExit(ExitCode.UNKNOWN_STATE) from e

@@ -1,0 +1,73 @@
+"""guards uninstall: remove exactly what guards install set up."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from guards import installation
+from guards.commands.install import (
+    _hook_steps,
+    add_harness_arguments,
+    execute,
+    harness_steps,
+    repo_or_none,
+)
+from guards.errors import ExitCode, UsageError
+from guards.installation import Step
+from guards.repo import Repo
+
+HELP = "remove exactly what `guards install` set up (--dry-run shows the plan)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--global",
+        dest="global_",
+        action="store_true",
+        help="the user-wide aliases instead of this repository's",
+    )
+    parser.add_argument("--shim", metavar="DIR", type=Path, help="remove the shim DIR/git")
+    parser.add_argument("--hooks", action="store_true", help="only the native hooks")
+    add_harness_arguments(parser, "remove our hooks from")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+
+
+def run(args: argparse.Namespace) -> int:
+    repo = repo_or_none()
+    steps: list[Step] = []
+    if args.global_:
+        steps += installation.plan_remove_aliases("global", None, installation.user_manifest_path())
+    if args.shim is not None:
+        steps += installation.plan_remove_shim(args.shim, installation.user_manifest_path())
+    harness_only = args.claude or args.codex
+    steps += harness_steps(args, repo, install=False)
+    if not args.global_ and args.shim is None and not harness_only:
+        if repo is None:
+            raise UsageError("not in a git repository: use --global or --shim DIR")
+        manifest = repo.ledger_dir / installation.MANIFEST
+        if not args.hooks:
+            steps += installation.plan_remove_aliases(
+                "local", repo.toplevel or repo.git_dir, manifest
+            )
+            steps += _project_harness_hooks(repo)
+        steps += _hook_steps(repo, install=False)
+    if not steps:
+        print("nothing to remove: guards installed nothing here")
+        return ExitCode.OK
+    execute(steps, args.dry_run)
+    return ExitCode.OK
+
+
+def _project_harness_hooks(repo: Repo) -> list[Step]:
+    """Our hooks in this repository's .claude/settings.json and .codex/hooks.json."""
+    from guards import harness_settings
+
+    if repo.toplevel is None:
+        return []
+    steps: list[Step] = []
+    for harness in ("claude", "codex"):
+        path = harness_settings.settings_path(harness, "project", Path(repo.toplevel))
+        if path.exists():
+            steps += harness_settings.plan_uninstall(harness, path)
+    return steps

@@ -1,0 +1,236 @@
+"""What `guards install` sets up and `guards uninstall` takes away — exactly that.
+
+Every change is recorded in a manifest (the repository's in the ledger directory, the
+user's in platformdirs' data dir) so that uninstall removes what guards installed and
+nothing else: a user's own alias or file with the same name is never touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import stat
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from guards import git
+from guards.errors import UsageError
+
+MANIFEST = "installed.json"
+SHIM_MARKER_FILE = ".guards-shim"
+#: alias name -> the git subcommand it guards
+SAFE_ALIASES = {
+    f"safe-{sub}": sub for sub in ("reset", "stash", "switch", "checkout", "restore", "clean")
+}
+
+
+@dataclass
+class Step:
+    """One planned change; ``apply`` performs it."""
+
+    description: str
+    apply: Callable[[], None]
+
+
+def guards_command() -> str:
+    """How hooks, aliases and the shim start this very guards (robust to PATH)."""
+    return f"{shlex.quote(sys.executable)} -m guards"
+
+
+def alias_value(subcommand: str) -> str:
+    return f"!{guards_command()} run -- {subcommand}"
+
+
+# -- manifests ---------------------------------------------------------------------------
+
+
+def user_manifest_path() -> Path:
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("guards")) / MANIFEST
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        raise UsageError(f"cannot read the install manifest {path}: {e}") from e
+    return doc if isinstance(doc, dict) else {}
+
+
+def write_manifest(path: Path, doc: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+
+
+def update_manifest(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    doc = read_manifest(path)
+    change(doc)
+    write_manifest(path, doc)
+
+
+# -- aliases -----------------------------------------------------------------------------
+
+
+def _config_args(scope: str, cwd: Path | None) -> list[str]:
+    return ["config", f"--{scope}"]
+
+
+def current_alias(scope: str, name: str, cwd: Path | None) -> str | None:
+    res = git.run([*_config_args(scope, cwd), "--get", f"alias.{name}"], cwd=cwd, check=False)
+    if res.returncode != 0:
+        return None
+    return git.strip_newline(res.stdout).decode("utf-8", "surrogateescape")
+
+
+def plan_aliases(scope: str, cwd: Path | None, manifest: Path) -> list[Step]:
+    steps = []
+    for name, sub in SAFE_ALIASES.items():
+        value = alias_value(sub)
+        existing = current_alias(scope, name, cwd)
+        if existing == value:
+            continue
+        if existing is not None:
+            steps.append(Step(f"keep your own alias.{name} ({scope}): {existing}", lambda: None))
+            continue
+        steps.append(
+            Step(
+                f"set alias.{name} ({scope}) = {value}",
+                _set_alias(scope, name, value, cwd, manifest),
+            )
+        )
+    return steps
+
+
+def _set_alias(
+    scope: str, name: str, value: str, cwd: Path | None, manifest: Path
+) -> Callable[[], None]:
+    def apply() -> None:
+        git.run([*_config_args(scope, cwd), f"alias.{name}", value], cwd=cwd, readonly=False)
+        update_manifest(
+            manifest,
+            lambda doc: doc.setdefault("aliases", {}).setdefault(scope, {}).update({name: value}),
+        )
+
+    return apply
+
+
+def plan_remove_aliases(scope: str, cwd: Path | None, manifest: Path) -> list[Step]:
+    ours = read_manifest(manifest).get("aliases", {}).get(scope, {})
+    steps = []
+    for name, value in sorted(ours.items()):
+        existing = current_alias(scope, name, cwd)
+        if existing != value:
+            steps.append(
+                Step(
+                    f"leave alias.{name} ({scope}): it was changed since",
+                    _forget_alias(scope, name, manifest),
+                )
+            )
+            continue
+        steps.append(
+            Step(f"unset alias.{name} ({scope})", _unset_alias(scope, name, cwd, manifest))
+        )
+    return steps
+
+
+def _forget_alias(scope: str, name: str, manifest: Path) -> Callable[[], None]:
+    def apply() -> None:
+        update_manifest(manifest, lambda doc: doc.get("aliases", {}).get(scope, {}).pop(name, None))
+
+    return apply
+
+
+def _unset_alias(scope: str, name: str, cwd: Path | None, manifest: Path) -> Callable[[], None]:
+    def apply() -> None:
+        git.run(
+            [*_config_args(scope, cwd), "--unset", f"alias.{name}"],
+            cwd=cwd,
+            readonly=False,
+            check=False,
+        )
+        _forget_alias(scope, name, manifest)()
+
+    return apply
+
+
+# -- the shim ----------------------------------------------------------------------------
+
+
+def shim_text(directory: Path) -> str:
+    template = resources.files("guards_hooks").joinpath("git-shim.sh").read_text()
+    return template.replace("@GUARDS_PYTHON@", shlex.quote(sys.executable)).replace(
+        "@GUARDS_SHIM_DIR@", shlex.quote(str(directory))
+    )
+
+
+def is_our_shim(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return git.SHIM_MARKER in f.read(1024)
+    except OSError:
+        return False
+
+
+def plan_shim(directory: Path, manifest: Path) -> list[Step]:
+    directory = Path(os.path.abspath(directory))
+    target = directory / "git"
+    text = shim_text(directory)
+    if target.exists() or target.is_symlink():
+        if not is_our_shim(target):
+            raise UsageError(f"{target} exists and is not a guards shim; choose another directory")
+        if target.read_text() == text:
+            return []
+    return [Step(f"write the git shim {target}", _write_shim(directory, text, manifest))]
+
+
+def _write_shim(directory: Path, text: str, manifest: Path) -> Callable[[], None]:
+    def apply() -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        target = directory / "git"
+        tmp = directory / f".git.guards-tmp-{os.getpid()}"
+        tmp.write_text(text)
+        tmp.chmod(tmp.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        os.replace(tmp, target)
+        (directory / SHIM_MARKER_FILE).write_text("the git in this directory is a guards shim\n")
+        update_manifest(
+            manifest,
+            lambda doc: doc.__setitem__(
+                "shims", sorted(set(doc.get("shims", [])) | {str(directory)})
+            ),
+        )
+
+    return apply
+
+
+def plan_remove_shim(directory: Path, manifest: Path) -> list[Step]:
+    directory = Path(os.path.abspath(directory))
+    target = directory / "git"
+    if not target.exists():
+        return []
+    if not is_our_shim(target):
+        raise UsageError(f"{target} is not a guards shim; leaving it alone")
+
+    def apply() -> None:
+        target.unlink()
+        marker = directory / SHIM_MARKER_FILE
+        if marker.exists():
+            marker.unlink()
+        update_manifest(
+            manifest,
+            lambda doc: doc.__setitem__(
+                "shims", [d for d in doc.get("shims", []) if d != str(directory)]
+            ),
+        )
+
+    return [Step(f"remove the git shim {target}", apply)]

@@ -1,0 +1,107 @@
+#!/bin/sh
+# guards-shim: this is not the real git
+# Written by `guards install --shim`; `guards uninstall --shim DIR` removes it.
+# Commands that cannot destroy uncommitted work go straight to the real git (no Python
+# starts); the others go through `guards run`, which rescues other writers' work first.
+# GUARDS_DISABLE=1 sends everything straight to git.
+guards_python=@GUARDS_PYTHON@
+guards_shim_dir=@GUARDS_SHIM_DIR@
+
+# The real git: $GUARDS_REAL_GIT, else the next `git` on PATH that is not a guards shim
+# (a directory holding a shim also holds a `.guards-shim` marker; stat is cheaper than read).
+guards_git=${GUARDS_REAL_GIT:-}
+if [ -z "$guards_git" ]; then
+  guards_rest=$PATH
+  while [ -n "$guards_rest" ]; do
+    guards_dir=${guards_rest%%:*}
+    case $guards_rest in *:*) guards_rest=${guards_rest#*:} ;; *) guards_rest= ;; esac
+    [ -n "$guards_dir" ] || guards_dir=.
+    [ "$guards_dir" = "$guards_shim_dir" ] && continue
+    [ -e "$guards_dir/.guards-shim" ] && continue
+    if [ -f "$guards_dir/git" ] && [ -x "$guards_dir/git" ]; then
+      guards_git=$guards_dir/git
+      break
+    fi
+  done
+  if [ -z "$guards_git" ]; then
+    echo "guards-shim: no real git found on PATH after $guards_shim_dir (set GUARDS_REAL_GIT)" >&2
+    exit 127
+  fi
+fi
+
+[ "${GUARDS_DISABLE:-}" = 1 ] && exec "$guards_git" "$@"
+
+guards_run() {
+  if [ ! -x "$guards_python" ]; then
+    echo "guards-shim: refusing \`git $guards_sub\`: guards cannot run ($guards_python is missing); to run git without guards: GUARDS_DISABLE=1 git ..." >&2
+    exit 20
+  fi
+  GUARDS_REAL_GIT=$guards_git exec "$guards_python" -c '
+import sys
+try:
+    from guards.commands.run import main
+except Exception as e:
+    sys.stderr.write("guards-shim: refusing `git %s`: guards cannot run (%s: %s); to run git without guards: GUARDS_DISABLE=1 git ...\n" % (" ".join(sys.argv[1:3]), type(e).__name__, e))
+    sys.exit(20)
+sys.exit(main(sys.argv[1:]))
+' "$@"
+}
+
+# Find the subcommand behind the global options (options with a separate value are
+# skipped with it; any -c/--config-env may define an alias: let guards look). For stash,
+# branch, worktree and submodule the words after it decide: only their destructive forms
+# pay for Python. Other commands stop the scan at once (`git add` may have 10,000 paths).
+guards_sub=
+guards_next=
+guards_globals=
+guards_skip=
+guards_flag=
+for guards_arg do
+  if [ -n "$guards_sub" ]; then
+    case $guards_sub in branch|submodule|stash|worktree) ;; *) break ;; esac
+    [ -z "$guards_next" ] && guards_next=$guards_arg
+    case $guards_arg in
+      -[DdfMC]*|-[!-]*[DdfMC]*|--de*|--fo*|deinit) guards_flag=1 ;;
+    esac
+    continue
+  fi
+  if [ -n "$guards_skip" ]; then guards_skip=; continue; fi
+  case $guards_arg in
+    -C|-c|--git-dir|--work-tree|--namespace|--super-prefix|--list-cmds|--config-env)
+      guards_skip=1; guards_globals=1 ;;
+    --exec-path|--exec-path=*|--html-path|--man-path|--info-path|--version|-v|--help|-h) break ;;
+    -*) guards_globals=1 ;;
+    *) guards_sub=$guards_arg ;;
+  esac
+done
+
+case $guards_sub in
+  "")
+    exec "$guards_git" "$@" ;;
+  reset|checkout|switch|restore|clean|rm|mv|rebase|pull|merge|cherry-pick|am|revert|sparse-checkout)
+    guards_run "$@" ;;
+  stash)
+    case $guards_next in list|show) ;; *) guards_run "$@" ;; esac ;;
+  worktree)
+    case $guards_next in remove) guards_run "$@" ;; esac ;;
+  branch|submodule)
+    [ -n "$guards_flag" ] && guards_run "$@" ;;
+  add|status|log|diff|show|commit|fetch|push|rev-parse|rev-list|ls-files|ls-tree|ls-remote|\
+  cat-file|config|tag|remote|init|clone|describe|blame|grep|shortlog|for-each-ref|show-ref|\
+  symbolic-ref|update-ref|hash-object|write-tree|commit-tree|diff-index|diff-files|diff-tree|\
+  merge-base|name-rev|reflog|var|version|help|check-ignore|check-attr|bisect|notes|format-patch|\
+  apply|archive|bundle|count-objects|fsck|gc|maintenance|repack|prune|pack-refs|range-diff|\
+  whatchanged|annotate|difftool|mergetool|credential|send-email|request-pull|replace|rerere|\
+  interpret-trailers|column|stripspace|mktree|mktag|verify-commit|verify-tag|show-branch|\
+  cherry|fast-export|fast-import|filter-branch|upload-pack|receive-pack|send-pack|fetch-pack|\
+  index-pack|pack-objects|unpack-objects|update-index|read-tree|checkout-index|hook|\
+  check-ref-format|check-mailmap|citool|gui|instaweb|get-tar-commit-id|bugreport|diagnose)
+    ;;
+  *)
+    # Not a built-in this shim knows: maybe an alias (which may expand to anything).
+    if [ -n "$guards_globals" ] || [ -n "${GIT_CONFIG_COUNT:-}" ] \
+       || "$guards_git" config --get "alias.$guards_sub" >/dev/null 2>&1; then
+      guards_run "$@"
+    fi ;;
+esac
+exec "$guards_git" "$@"

@@ -1,0 +1,213 @@
+"""guards run (and the alias and shim in front of it): rescue first, then git, exactly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import git, run_guards
+from tests.guarded import install_aliases, install_shim, run_via
+
+ALICE = {"GUARDS_SESSION": "alice"}
+BOB = {"GUARDS_SESSION": "bob"}
+
+
+@pytest.fixture
+def shared(repo: Path, tmp_path: Path) -> Path:
+    """A checkout where alice has recorded work and someone left unrecorded work."""
+    install_aliases(repo)
+    git(repo, "branch", "other")
+    (repo / "README").write_text("alice's afternoon\n")
+    (repo / "alice-new.txt").write_text("alice's new file\n")
+    (repo / "src" / "app.py").write_text("nobody recorded this\n")
+    res = run_guards("record", "README", "alice-new.txt", cwd=repo, env=ALICE)
+    assert res.returncode == 0, res.stderr
+    return repo
+
+
+def rescue_refs(repo: Path) -> list[str]:
+    return git(repo, "for-each-ref", "--format=%(refname)", "refs/rescue").split()
+
+
+def content_at(repo: Path, ref: str, path: str) -> str:
+    return git(repo, "show", f"{ref}:{path}")
+
+
+WAYS = ["guards-run", "alias", "shim"]
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_reset_hard_rescues_foreign_and_unknown_work_then_resets(
+    shared: Path, tmp_path: Path, way: str
+) -> None:
+    shim = install_shim(tmp_path / "shim")
+    res = run_via(way, ["reset", "--hard"], shared, shim_dir=shim, env=BOB)
+    assert res.returncode == 0, res.stderr
+    assert b"HEAD is now at" in res.stdout
+    assert git(shared, "status", "--porcelain") == "?? alice-new.txt\n"  # reset keeps it
+    refs = rescue_refs(shared)
+    alice = [r for r in refs if r.startswith("refs/rescue/alice/")]
+    unknown = [r for r in refs if r.startswith("refs/rescue/unknown/")]
+    assert len(alice) == 1 and len(unknown) == 1, refs
+    assert content_at(shared, alice[0], "README") == "alice's afternoon\n"
+    assert content_at(shared, unknown[0], "src/app.py") == "nobody recorded this\n"
+    # One line per rescue on stderr, naming whose work, the ref and the restore command.
+    lines = [line for line in res.stderr.decode().splitlines() if line.startswith("guards:")]
+    assert len(lines) == 2
+    assert any("alice" in line and alice[0] in line and "restore" in line for line in lines)
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_callers_own_work_is_discarded_as_asked_without_a_rescue(
+    repo: Path, tmp_path: Path, way: str
+) -> None:
+    install_aliases(repo)
+    shim = install_shim(tmp_path / "shim")
+    (repo / "README").write_text("bob's own scratch\n")
+    run_guards("record", "README", cwd=repo, env=BOB)
+    res = run_via(way, ["reset", "--hard"], repo, shim_dir=shim, env=BOB)
+    assert res.returncode == 0
+    assert rescue_refs(repo) == []
+    assert res.stderr == b""
+    assert (repo / "README").read_text() == "hello\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "lost"),
+    [
+        (["checkout", "--", "."], ["README", "src/app.py"]),
+        (["restore", "."], ["README", "src/app.py"]),
+        (["clean", "-fd"], ["alice-new.txt"]),
+        (["stash"], ["README", "src/app.py"]),
+        (["stash", "-u"], ["README", "alice-new.txt", "src/app.py"]),
+        (["switch", "-f", "other"], ["README", "src/app.py"]),
+        (["checkout", "-f", "other"], ["README", "src/app.py"]),
+        (["rm", "-f", "README"], ["README"]),
+    ],
+)
+def test_destructive_commands_rescue_other_writers_work(
+    shared: Path, args: list[str], lost: list[str]
+) -> None:
+    before = {p: (shared / p).read_text() for p in lost}
+    res = run_via("guards-run", args, shared, env=BOB)
+    assert res.returncode == 0, res.stderr
+    refs = rescue_refs(shared)
+    assert refs, res.stderr
+    for path, content in before.items():
+        holders = [r for r in refs if git(shared, "ls-tree", "--name-only", r, "--", path).strip()]
+        assert any(content_at(shared, r, path) == content for r in holders), path
+
+
+def test_stash_drop_keeps_the_dropped_entry_reachable(shared: Path) -> None:
+    git(shared, "stash", "-u")
+    stash = git(shared, "rev-parse", "stash@{0}").strip()
+    res = run_via("guards-run", ["stash", "drop"], shared, env=BOB)
+    assert res.returncode == 0, res.stderr
+    assert git(shared, "stash", "list") == ""
+    kept = [git(shared, "rev-parse", r).strip() for r in rescue_refs(shared)]
+    assert stash in kept
+
+
+def test_branch_force_delete_keeps_its_commits(repo: Path) -> None:
+    git(repo, "checkout", "-q", "-b", "topic")
+    (repo / "t").write_text("t\n")
+    git(repo, "add", "t")
+    git(repo, "commit", "-qm", "topic work")
+    tip = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "checkout", "-q", "main")
+    res = run_via("guards-run", ["branch", "-D", "topic"], repo, env=BOB)
+    assert res.returncode == 0, res.stderr
+    assert tip in [git(repo, "rev-parse", r).strip() for r in rescue_refs(repo)]
+
+
+def test_policy_block_refuses_and_destroys_nothing(shared: Path) -> None:
+    res = run_via("guards-run", ["reset", "--hard"], shared, env={**BOB, "GUARDS_POLICY": "block"})
+    assert res.returncode == 20
+    err = res.stderr.decode()
+    assert err.count("\n") == 1 and "refused" in err and "GUARDS_DISABLE=1" in err
+    assert (shared / "README").read_text() == "alice's afternoon\n"
+    assert rescue_refs(shared) == []
+
+
+def test_policy_warn_runs_git_and_says_what_is_lost(shared: Path) -> None:
+    res = run_via("guards-run", ["reset", "--hard"], shared, env={**BOB, "GUARDS_POLICY": "warn"})
+    assert res.returncode == 0
+    assert "about to destroy" in res.stderr.decode()
+    assert rescue_refs(shared) == []
+    assert (shared / "README").read_text() == "hello\n"
+
+
+def test_quiet_keeps_stderr_identical_but_still_rescues(shared: Path) -> None:
+    res = run_via("guards-run", ["reset", "--hard"], shared, env={**BOB, "GUARDS_QUIET": "1"})
+    assert res.returncode == 0 and res.stderr == b""
+    assert len(rescue_refs(shared)) == 2
+
+
+def test_failed_rescue_refuses_and_names_the_override(shared: Path) -> None:
+    env = {**BOB, "GUARDS_RESCUE_MAX_FILE_SIZE": "4"}
+    res = run_via("guards-run", ["reset", "--hard"], shared, env=env)
+    assert res.returncode == 20
+    err = res.stderr.decode()
+    assert err.count("\n") == 1 and "GUARDS_RESCUE_MAX_FILE_SIZE" in err
+    assert (shared / "README").read_text() == "alice's afternoon\n"
+    assert rescue_refs(shared) == []
+
+
+def test_file_recorded_by_alice_then_changed_by_someone_else_is_not_alices(repo: Path) -> None:
+    (repo / "README").write_text("alice\n")
+    run_guards("record", "README", cwd=repo, env=ALICE)
+    (repo / "README").write_text("carol changed it afterwards\n")
+    res = run_via("guards-run", ["checkout", "--", "README"], repo, env=ALICE)
+    assert res.returncode == 0
+    refs = rescue_refs(repo)
+    assert [r.split("/")[2] for r in refs] == ["unknown"]
+    assert content_at(repo, refs[0], "README") == "carol changed it afterwards\n"
+
+
+def test_nothing_at_risk_means_no_rescue_and_no_output(repo: Path) -> None:
+    plain = run_via("plain", ["reset", "--hard"], repo)
+    guarded = run_via("guards-run", ["reset", "--hard"], repo, env=BOB)
+    assert guarded.returncode == plain.returncode == 0
+    assert guarded.stdout == plain.stdout and guarded.stderr == plain.stderr == b""
+    assert rescue_refs(repo) == []
+
+
+def test_alias_from_a_subdirectory_honours_git_prefix(shared: Path) -> None:
+    (shared / "src" / "app.py").write_text("unknown edit\n")
+    res = run_via("alias", ["restore", "app.py"], shared / "src", env=BOB)
+    assert res.returncode == 0, res.stderr
+    assert (shared / "src" / "app.py").read_text() == "print('hi')\n"
+    assert (shared / "README").read_text() == "alice's afternoon\n"  # outside the pathspec
+
+
+def test_guard_never_reads_stdin(repo: Path) -> None:
+    (repo / "README").write_text("changed\n")
+    git(repo, "add", "README")
+    (repo / "README").write_text("changed again\n")
+    # `reset -p` asks on stdin; the answers must reach git untouched.
+    res = run_via("guards-run", ["reset", "-p"], repo, env=BOB, input=b"y\n")
+    assert res.returncode == 0, res.stderr
+    assert git(repo, "diff", "--cached", "--name-only") == ""
+
+
+def test_guards_disable_hands_the_command_to_git(shared: Path) -> None:
+    res = run_via("guards-run", ["reset", "--hard"], shared, env={"GUARDS_DISABLE": "1"})
+    assert res.returncode == 0 and rescue_refs(shared) == []
+
+
+def test_global_options_point_the_guard_at_the_right_repository(
+    shared: Path, tmp_path: Path
+) -> None:
+    res = run_via("guards-run", ["-C", str(shared), "reset", "--hard"], tmp_path, env=BOB)
+    assert res.returncode == 0, res.stderr
+    assert len(rescue_refs(shared)) == 2
+
+
+def test_rescue_is_listed(shared: Path) -> None:
+    run_via("guards-run", ["reset", "--hard"], shared, env=BOB)
+    res = run_guards("rescue", "list", "--json", cwd=shared)
+    assert res.returncode == 0, res.stderr
+    listed = json.loads(res.stdout)["rescues"]
+    assert {r["ref"] for r in listed} == set(rescue_refs(shared))
