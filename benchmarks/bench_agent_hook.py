@@ -1,0 +1,113 @@
+"""The agent hook's latency on every shell command an agent runs, against Python start-up.
+
+The harness starts the hook before each shell command, so its floor is what any Python
+hook pays: start the interpreter and read the event JSON. Measured side by side, in
+rotation: a line without git (target: <= 1.5x that floor), ``git status`` (a git call
+that cannot destroy anything), and a destructive line with nothing at risk.
+
+Bytecode is cached in a temporary directory (the sandbox sets PYTHONDONTWRITEBYTECODE,
+which an installed guards never suffers from).
+Usage: python benchmarks/bench_agent_hook.py [--files 2000] [--repeat 21]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import env, generate_repo, report
+
+HOOK = [sys.executable, "-m", "guards.commands.agent_hook", "claude"]
+CLI = [sys.executable, "-m", "guards", "agent-hook", "claude"]
+
+
+def event(repo: Path, line: str) -> bytes:
+    return json.dumps(
+        {
+            "session_id": "bench-session",
+            "transcript_path": "/dev/null",
+            "cwd": str(repo),
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_use_id": "toolu_bench",
+            "tool_input": {"command": line, "description": "bench"},
+        }
+    ).encode()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--files", type=int, default=2000)
+    ap.add_argument("--repeat", type=int, default=21)
+    opts = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Path(tmp) / "repo"
+        print(f"generating {opts.files} files ...", flush=True)
+        generate_repo(repo, opts.files)
+        run_env = env(PYTHONPYCACHEPREFIX=str(Path(tmp) / "pycache"))
+        run_env.pop("PYTHONDONTWRITEBYTECODE", None)
+        floor = "import json, sys; json.load(sys.stdin)"
+        no_git = event(repo, "ls -la && npm test -- --watch=false | tee test.log")
+        status = event(repo, "git status")
+        reset = event(repo, "git reset --hard")
+        commands: dict[str, tuple[list[str], bytes]] = {
+            "python start-up": ([sys.executable, "-c", "pass"], b""),
+            "python start-up + read JSON (floor)": ([sys.executable, "-c", floor], no_git),
+            "git status": (["git", "status"], b""),
+            "agent-hook: line without git": (HOOK, no_git),
+            "agent-hook: line without git (guards CLI)": (CLI, no_git),
+            "agent-hook: git status": (HOOK, status),
+            "agent-hook: git reset --hard, nothing at risk": (HOOK, reset),
+        }
+        times, cpu = _interleaved(commands, repo, run_env, opts.repeat)
+    report(f"agent hook (PreToolUse/Bash), {opts.files} tracked files", list(times.items()))
+    base = times["python start-up + read JSON (floor)"]
+    for name in (
+        "agent-hook: line without git",
+        "agent-hook: line without git (guards CLI)",
+        "agent-hook: git status",
+        "agent-hook: git reset --hard, nothing at risk",
+    ):
+        print(f"  {name} / floor = {times[name] / base:.2f}x")
+    print("  (target: line without git <= 1.5x the floor)")
+    cpu_ratio = cpu["agent-hook: line without git"] / cpu["python start-up + read JSON (floor)"]
+    print(f"  CPU time: line without git / floor = {cpu_ratio:.2f}x")
+
+
+def _interleaved(
+    commands: dict[str, tuple[list[str], bytes]], cwd: Path, run_env: dict[str, str], repeat: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Median wall and CPU time of each command, run in rotation (first round warms up)."""
+    wall: dict[str, list[float]] = {name: [] for name in commands}
+    cpu: dict[str, list[float]] = {name: [] for name in commands}
+    for round_ in range(repeat + 1):
+        for name, (args, stdin) in commands.items():
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter()
+            subprocess.run(
+                args, cwd=cwd, env=run_env, input=stdin, check=True, stdout=subprocess.DEVNULL
+            )
+            elapsed = time.perf_counter() - start
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if round_:
+                wall[name].append(elapsed)
+                cpu[name].append(
+                    after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+                )
+    return (
+        {name: statistics.median(v) for name, v in wall.items()},
+        {name: statistics.median(v) for name, v in cpu.items()},
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1325 @@
+"""Agent harnesses: read a shell line the way bash will, before bash runs it.
+
+A harness hands its shell tool one line of bash. Before it runs, :func:`analyze` finds
+every git invocation in it — behind ``VAR=v`` prefixes, ``env``/``command``/``nohup``
+and other wrappers, ``\\git``, ``"git"``, ``/usr/bin/git``, in ``;``/``&&``/``||``/``|``
+chains, subshells, braces, ``if``/``for``/``case``, ``bash -c`` strings, ``eval``,
+``xargs git``, ``find -exec git``, command substitutions and heredocs fed to a shell —
+each with the directory it will run in (``cd``/``pushd`` followed, subshells scoped,
+pipeline elements scoped). Quoted arguments of commands that do not execute them
+(``echo "git reset --hard"``, ``grep``, ``git commit -m``) are data. What cannot be read
+but could run git (an unbalanced quote around "git", ``eval "$X"``, a command name made
+by an expansion, a shell reading a pipe) is *opaque*: the hook treats it as destructive.
+
+:func:`guard_line` then applies the policy to each invocation that could destroy work,
+through :mod:`guards.guard`. :func:`patch_paths` reads the files an ``apply_patch`` body
+names. (The harness-to-guards session mapping is ``agent_hook.session_for``: it sits on
+the hook's hot path.) Nothing here imports git machinery until a line really runs git:
+a line without git costs no git call.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from guards.cmdline import GitCommand
+    from guards.rescue import RescueResult
+
+#: Shells whose ``-c`` string or stdin is more shell.
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox"})
+#: Interpreters whose inline program (``-c``/``-e``) could run git.
+INTERPRETERS = frozenset(
+    {"python", "python3", "python2", "perl", "ruby", "node", "deno", "bun", "php", "lua"}
+)
+#: Commands that run their arguments as a command: name -> (options taking a value, number
+#: of leading operands before the command).
+WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
+    "command": (frozenset(), 0),
+    "builtin": (frozenset(), 0),
+    "exec": (frozenset({"-a"}), 0),
+    "nohup": (frozenset(), 0),
+    "time": (frozenset({"-f", "-o", "--format", "--output"}), 0),
+    "nice": (frozenset({"-n", "--adjustment"}), 0),
+    "ionice": (frozenset({"-c", "-n", "-p", "--class", "--classdata"}), 0),
+    "setsid": (frozenset(), 0),
+    "stdbuf": (frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}), 0),
+    "timeout": (frozenset({"-s", "-k", "--signal", "--kill-after"}), 1),
+    "sudo": (frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"}), 0),
+    "doas": (frozenset({"-u", "-C"}), 0),
+    "chronic": (frozenset(), 0),
+    "unbuffer": (frozenset(), 0),
+    "caffeinate": (frozenset({"-t", "-w"}), 0),
+    "taskset": (frozenset(), 1),
+    "chrt": (frozenset(), 1),
+    "watch": (frozenset({"-n", "--interval", "-d", "--differences"}), 0),
+    "flock": (frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}), 1),
+}
+_RESERVED_PREFIX = frozenset({"if", "then", "elif", "else", "while", "until", "do", "!", "{"})
+_RESERVED_END = frozenset({"fi", "done", "esac", "}"})
+_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_BRACE = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
+_OPERATORS = (
+    ";;&",
+    "<<<",
+    "<<-",
+    "&>>",
+    ";;",
+    ";&",
+    "&&",
+    "||",
+    "|&",
+    "<<",
+    ">>",
+    "<&",
+    ">&",
+    "<>",
+    ">|",
+    "&>",
+    ";",
+    "&",
+    "|",
+    "(",
+    ")",
+    "<",
+    ">",
+    "\n",
+)
+_REDIRECTS = frozenset({"<<<", "<<-", "&>>", "<<", ">>", "<&", ">&", "<>", ">|", "&>", "<", ">"})
+_WORD_END = set(" \t\n;&|()<>")
+
+
+class ShellSyntaxError(ValueError):
+    """The line is not valid shell (bash would refuse it, or we cannot follow it)."""
+
+
+# ---------------------------------------------------------------------------
+# Lexing: words as parts (literal text, variable, command substitution, unknown)
+
+
+@dataclass
+class Part:
+    #: "lit", "var", "sub" (command substitution: text is the program) or "unknown"
+    kind: str
+    text: str
+    quoted: bool = False
+
+
+@dataclass
+class Word:
+    parts: list[Part]
+    raw: str
+
+    @property
+    def plain(self) -> str | None:
+        """The literal value when the word has no expansions at all."""
+        if all(p.kind == "lit" for p in self.parts):
+            return "".join(p.text for p in self.parts)
+        return None
+
+    @property
+    def unquoted_literal(self) -> bool:
+        return all(p.kind == "lit" and not p.quoted for p in self.parts)
+
+
+@dataclass
+class Token:
+    kind: str  # "word", "op", "eof"
+    value: str = ""
+    word: Word | None = None
+
+
+@dataclass
+class Heredoc:
+    delimiter: str
+    strip_tabs: bool
+    quoted: bool
+    body: str | None = None
+
+
+class Lexer:
+    def __init__(self, text: str) -> None:
+        self.s = text
+        self.i = 0
+        self.pending: list[Heredoc] = []
+
+    def _skip_blanks(self) -> None:
+        s = self.s
+        while self.i < len(s):
+            c = s[self.i]
+            if c in " \t":
+                self.i += 1
+            elif c == "\\" and s.startswith("\\\n", self.i):
+                self.i += 2
+            elif c == "#":
+                end = s.find("\n", self.i)
+                self.i = len(s) if end < 0 else end
+            else:
+                return
+
+    def next(self) -> Token:
+        self._skip_blanks()
+        s = self.s
+        if self.i >= len(s):
+            if self.pending:
+                raise ShellSyntaxError("here-document without its end line")
+            return Token("eof")
+        c = s[self.i]
+        if c in "<>" and s.startswith("(", self.i + 1):
+            start = self.i
+            self.i += 1
+            program = self._balanced(self.i + 1, ")")
+            return Token("word", word=Word([Part("sub", program)], s[start : self.i]))
+        if c.isdigit():
+            j = self.i
+            while j < len(s) and s[j].isdigit():
+                j += 1
+            if j < len(s) and s[j] in "<>":
+                self.i = j  # an IO number: part of the redirection operator
+                return self.next()
+        for op in _OPERATORS:
+            if s.startswith(op, self.i):
+                self.i += len(op)
+                if op == "\n":
+                    self._read_heredocs()
+                return Token("op", op)
+        return Token("word", word=self._word())
+
+    def _read_heredocs(self) -> None:
+        for doc in self.pending:
+            lines = []
+            s = self.s
+            while True:
+                if self.i >= len(s):
+                    raise ShellSyntaxError(f"here-document without its end line {doc.delimiter}")
+                end = s.find("\n", self.i)
+                line = s[self.i :] if end < 0 else s[self.i : end]
+                self.i = len(s) if end < 0 else end + 1
+                check = line.lstrip("\t") if doc.strip_tabs else line
+                if check == doc.delimiter:
+                    break
+                lines.append(check)
+            doc.body = "\n".join(lines) + ("\n" if lines else "")
+        self.pending = []
+
+    def _balanced(self, start: int, close: str) -> str:
+        """Text up to the ``close`` that balances (quotes and nesting respected)."""
+        s = self.s
+        depth = 1
+        i = start
+        opener = "(" if close == ")" else "{"
+        while i < len(s):
+            c = s[i]
+            if c == "\\":
+                i += 2
+                continue
+            if c == "'":
+                end = s.find("'", i + 1)
+                if end < 0:
+                    raise ShellSyntaxError("unbalanced single quote")
+                i = end + 1
+                continue
+            if c == '"':
+                i = self._skip_double(i + 1)
+                continue
+            if c == "`":
+                end = s.find("`", i + 1)
+                if end < 0:
+                    raise ShellSyntaxError("unbalanced backquote")
+                i = end + 1
+                continue
+            if c == opener:
+                depth += 1
+            elif c == close:
+                depth -= 1
+                if depth == 0:
+                    self.i = i + 1
+                    return s[start:i]
+            i += 1
+        raise ShellSyntaxError(f"no closing {close!r}")
+
+    def _skip_double(self, i: int) -> int:
+        s = self.s
+        while i < len(s):
+            c = s[i]
+            if c == "\\":
+                i += 2
+            elif c == '"':
+                return i + 1
+            elif s.startswith("$(", i):
+                saved = self.i
+                self._balanced(i + 2, ")")
+                i, self.i = self.i, saved
+            elif c == "`":
+                end = s.find("`", i + 1)
+                if end < 0:
+                    raise ShellSyntaxError("unbalanced backquote")
+                i = end + 1
+            else:
+                i += 1
+        raise ShellSyntaxError("unbalanced double quote")
+
+    def _word(self) -> Word:
+        s = self.s
+        start = self.i
+        parts: list[Part] = []
+        while self.i < len(s):
+            c = s[self.i]
+            if c in _WORD_END:
+                break
+            if c == "\\":
+                if s.startswith("\\\n", self.i):
+                    self.i += 2
+                    continue
+                parts.append(Part("lit", s[self.i + 1 : self.i + 2], True))
+                self.i += 2
+            elif c == "'":
+                end = s.find("'", self.i + 1)
+                if end < 0:
+                    raise ShellSyntaxError("unbalanced single quote")
+                parts.append(Part("lit", s[self.i + 1 : end], True))
+                self.i = end + 1
+            elif c == '"':
+                self.i += 1
+                parts.extend(self._double())
+            elif c == "$":
+                parts.extend(self._dollar(quoted=False))
+            elif c == "`":
+                parts.append(self._backquote())
+            else:
+                parts.append(Part("lit", c))
+                self.i += 1
+        return Word(parts, s[start : self.i])
+
+    def _double(self) -> list[Part]:
+        s = self.s
+        parts: list[Part] = []
+        while self.i < len(s):
+            c = s[self.i]
+            if c == '"':
+                self.i += 1
+                return parts
+            if c == "\\":
+                nxt = s[self.i + 1 : self.i + 2]
+                if nxt == "\n":
+                    pass
+                elif nxt in ('"', "\\", "$", "`"):
+                    parts.append(Part("lit", nxt, True))
+                else:
+                    parts.append(Part("lit", "\\" + nxt, True))
+                self.i += 2
+            elif c == "$":
+                parts.extend(self._dollar(quoted=True))
+            elif c == "`":
+                parts.append(self._backquote())
+            else:
+                parts.append(Part("lit", c, True))
+                self.i += 1
+        raise ShellSyntaxError("unbalanced double quote")
+
+    def _backquote(self) -> Part:
+        s = self.s
+        end = self.i + 1
+        while end < len(s) and s[end] != "`":
+            end += 2 if s[end] == "\\" else 1
+        if end >= len(s):
+            raise ShellSyntaxError("unbalanced backquote")
+        program = s[self.i + 1 : end].replace("\\`", "`").replace("\\\\", "\\")
+        self.i = end + 1
+        return Part("sub", program)
+
+    def _dollar(self, quoted: bool) -> list[Part]:
+        s = self.s
+        i = self.i
+        nxt = s[i + 1 : i + 2]
+        if s.startswith("$((", i):
+            self._balanced(i + 2, ")")
+            return [Part("unknown", s[i : self.i], quoted)]
+        if nxt == "(":
+            program = self._balanced(i + 2, ")")
+            return [Part("sub", program)]
+        if nxt == "{":
+            body = self._balanced(i + 2, "}")
+            if _NAME.fullmatch(body):
+                return [Part("var", body, quoted)]
+            inner = re.findall(r"\$\(", body)
+            parts = [Part("unknown", s[i : self.i], quoted)]
+            if inner or "`" in body:
+                parts.append(Part("sub", body))  # a default value can run a command
+            return parts
+        if nxt == "'" and not quoted:
+            end = i + 2
+            out = []
+            while end < len(s) and s[end] != "'":
+                if s[end] == "\\" and end + 1 < len(s):
+                    esc = s[end + 1]
+                    out.append({"n": "\n", "t": "\t", "\\": "\\", "'": "'"}.get(esc, "\\" + esc))
+                    end += 2
+                else:
+                    out.append(s[end])
+                    end += 1
+            if end >= len(s):
+                raise ShellSyntaxError("unbalanced $'")
+            self.i = end + 1
+            return [Part("lit", "".join(out), True)]
+        if nxt == '"' and not quoted:
+            self.i += 2
+            return self._double()
+        m = _NAME.match(s, i + 1)
+        if m:
+            self.i = m.end()
+            return [Part("var", m.group(0), quoted)]
+        if nxt and (nxt.isdigit() or nxt in "@*#?$!-"):
+            self.i += 2
+            return [Part("unknown", s[i : self.i], quoted)]
+        self.i += 1
+        return [Part("lit", "$", quoted)]
+
+
+# ---------------------------------------------------------------------------
+# What the line does
+
+
+@dataclass(frozen=True)
+class GitCall:
+    """One git invocation the line will make."""
+
+    #: Arguments after ``git``; an unknown word (an expansion we cannot see) is None.
+    argv: tuple[str | None, ...]
+    #: The directory it runs in; None when a ``cd`` went somewhere we cannot tell.
+    cwd: str | None
+    #: Variables set for it (``VAR=v git``, ``export``); None values are unknown.
+    env: tuple[tuple[str, str | None], ...]
+    #: ``xargs``/``find -exec`` add arguments only known when it runs.
+    more_args: bool = False
+
+    @property
+    def known(self) -> bool:
+        return None not in self.argv and not self.more_args
+
+    def text(self) -> str:
+        words = ["git", *(a if a is not None else "…" for a in self.argv)]
+        if self.more_args:
+            words.append("…")
+        line = " ".join(words)
+        return line if len(line) <= 80 else line[:77] + "..."
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """Something that could run git in a way the line does not show."""
+
+    reason: str
+    cwd: str | None
+
+
+@dataclass
+class Analysis:
+    calls: list[GitCall] = field(default_factory=list)
+    opaque: list[Opaque] = field(default_factory=list)
+    #: Every directory the line may work in (its start and each ``cd``).
+    dirs: list[str] = field(default_factory=list)
+
+    @property
+    def runs_git(self) -> bool:
+        return bool(self.calls or self.opaque)
+
+
+@dataclass
+class _State:
+    cwd: str | None
+    vars: dict[str, str | None]
+    exported: dict[str, str | None]
+    stack: list[str | None] = field(default_factory=list)
+    oldpwd: str | None = None
+
+    def copy(self) -> _State:
+        return _State(self.cwd, dict(self.vars), dict(self.exported), list(self.stack), self.oldpwd)
+
+
+def mentions_git(text: str) -> bool:
+    return "git" in text.lower()
+
+
+def analyze(line: str, cwd: str, env: Mapping[str, str] | None = None) -> Analysis:
+    """Every git invocation in ``line`` run by bash in ``cwd`` (never raises)."""
+    env = os.environ if env is None else env
+    result = Analysis(dirs=[cwd])
+    if not mentions_git(line):
+        return result  # nothing can name git: the common case costs a substring test
+    state = _State(cwd=cwd, vars={}, exported={})
+    _Parser(line, state, result, env).run()
+    return result
+
+
+class _Parser:
+    def __init__(
+        self, text: str, state: _State, result: Analysis, env: Mapping[str, str], depth: int = 0
+    ) -> None:
+        self.lexer = Lexer(text)
+        self.text = text
+        self.state = state
+        self.result = result
+        self.env = env
+        self.depth = depth
+        self.tok: Token | None = None
+        self.deferred: list[Callable[[], None]] = []
+
+    # -- plumbing -------------------------------------------------------------
+
+    def run(self) -> None:
+        if self.depth > 20:
+            self.opaque("shell nested too deeply to follow", self.state.cwd)
+            return
+        try:
+            self.parse_list(self.state, ())
+            if self.peek().kind != "eof":
+                raise ShellSyntaxError(f"unexpected {self.peek().value!r}")
+        except ShellSyntaxError as e:
+            self.opaque(f"cannot read the shell line: {e}", self.state.cwd)
+        except (IndexError, ValueError, RecursionError) as e:  # never waved through
+            self.opaque(f"cannot read the shell line: {type(e).__name__}", self.state.cwd)
+        for action in self.deferred:
+            action()
+
+    def peek(self) -> Token:
+        if self.tok is None:
+            self.tok = self.lexer.next()
+        return self.tok
+
+    def take(self) -> Token:
+        tok = self.peek()
+        self.tok = None
+        return tok
+
+    def is_op(self, *ops: str) -> bool:
+        tok = self.peek()
+        return tok.kind == "op" and tok.value in ops
+
+    def is_word(self, *values: str) -> bool:
+        tok = self.peek()
+        return (
+            tok.kind == "word"
+            and tok.word is not None
+            and tok.word.unquoted_literal
+            and tok.word.plain in values
+        )
+
+    def opaque(self, reason: str, cwd: str | None) -> None:
+        if mentions_git(self.text):
+            self.result.opaque.append(Opaque(reason, cwd))
+
+    def nested(self, program: str, state: _State) -> None:
+        _Parser(program, state, self.result, self.env, self.depth + 1).run()
+
+    # -- grammar --------------------------------------------------------------
+
+    def parse_list(self, state: _State, enders: tuple[str, ...]) -> None:
+        while True:
+            while self.is_op(";", "&", "\n"):
+                self.take()
+            tok = self.peek()
+            if tok.kind == "eof" or self.is_op(")", ";;", ";&", ";;&") or self.is_word(*enders):
+                return
+            self.parse_and_or(state, enders)
+
+    def parse_and_or(self, state: _State, enders: tuple[str, ...]) -> None:
+        self.parse_pipeline(state, enders)
+        while self.is_op("&&", "||"):
+            self.take()
+            while self.is_op("\n"):
+                self.take()
+            self.parse_pipeline(state, enders)
+
+    def parse_pipeline(self, state: _State, enders: tuple[str, ...]) -> None:
+        first = True
+        while True:
+            # bash runs each element of a multi-command pipeline in a subshell: a ``cd``
+            # there changes nothing after it. Parse the first element on a copy until we
+            # know whether a pipe follows.
+            element = state.copy()
+            self.parse_command(element, enders, piped=not first)
+            if self.is_op("|", "|&"):
+                self.take()
+                while self.is_op("\n"):
+                    self.take()
+                first = False
+                continue
+            if first:
+                # Not a pipeline after all: the command's effects (cd, variables) stand.
+                state.cwd, state.vars, state.exported = element.cwd, element.vars, element.exported
+                state.stack, state.oldpwd = element.stack, element.oldpwd
+            return
+
+    def parse_command(self, state: _State, enders: tuple[str, ...], piped: bool) -> None:
+        if self.is_op("("):
+            self.take()
+            self.parse_list(state.copy(), ())
+            if not self.is_op(")"):
+                raise ShellSyntaxError("unbalanced (")
+            self.take()
+            self.redirections(state)
+            return
+        if self.is_word("{"):
+            self.take()
+            self.parse_list(state, ("}",))
+            if not self.is_word("}"):
+                raise ShellSyntaxError("unbalanced {")
+            self.take()
+            self.redirections(state)
+            return
+        if self.is_word(*(_RESERVED_PREFIX - {"{"})) or self.is_word("time"):
+            self.take()
+            if self.peek().kind == "eof" or self.is_op(";", "\n"):
+                return
+            self.parse_command(state, enders, piped)
+            return
+        if self.is_word("fi", "done", "esac"):
+            self.take()
+            self.redirections(state)
+            return
+        if self.is_word("for", "select"):
+            self.take()
+            name = self.take()
+            if name.word is not None and name.word.plain:
+                state.vars[name.word.plain] = None
+            if self.is_word("in"):
+                self.take()
+                while self.peek().kind == "word":
+                    self.resolve(self.take().word, state)
+            return
+        if self.is_word("case"):
+            self.parse_case(state)
+            return
+        if self.is_word("function"):
+            self.take()
+            self.take()
+            if self.is_op("("):
+                self.take()
+                if not self.is_op(")"):
+                    raise ShellSyntaxError("bad function definition")
+                self.take()
+            while self.is_op("\n"):
+                self.take()
+            self.parse_command(state, enders, piped)
+            return
+        if self.is_word("[["):
+            self.take()
+            while not self.is_word("]]"):
+                tok = self.take()
+                if tok.kind == "eof":
+                    raise ShellSyntaxError("unbalanced [[")
+                if tok.word is not None:
+                    self.resolve(tok.word, state)
+            self.take()
+            return
+        self.simple_command(state, enders, piped)
+
+    def parse_case(self, state: _State) -> None:
+        self.take()
+        subject = self.take()
+        if subject.word is not None:
+            self.resolve(subject.word, state)
+        while self.is_op("\n"):
+            self.take()
+        if not self.is_word("in"):
+            raise ShellSyntaxError("case without in")
+        self.take()
+        while True:
+            while self.is_op("\n", ";"):
+                self.take()
+            if self.is_word("esac"):
+                self.take()
+                self.redirections(state)
+                return
+            if self.peek().kind == "eof":
+                raise ShellSyntaxError("case without esac")
+            if self.is_op("("):
+                self.take()
+            while not self.is_op(")"):
+                tok = self.take()
+                if tok.kind == "eof":
+                    raise ShellSyntaxError("bad case pattern")
+            self.take()
+            self.parse_list(state, ("esac",))
+            if self.is_op(";;", ";&", ";;&"):
+                self.take()
+
+    def redirections(self, state: _State) -> list[tuple[str, Heredoc | Word]]:
+        found: list[tuple[str, Heredoc | Word]] = []
+        while self.is_op(*_REDIRECTS):
+            found.append(self.redirection(state))
+        return found
+
+    def redirection(self, state: _State) -> tuple[str, Heredoc | Word]:
+        op = self.take().value
+        target = self.take()
+        if target.word is None:
+            raise ShellSyntaxError(f"{op} without a target")
+        if op in ("<<", "<<-"):
+            word = target.word
+            quoted = any(p.quoted for p in word.parts) or word.plain is None
+            delimiter = word.plain if word.plain is not None else word.raw.strip("'\"")
+            doc = Heredoc(delimiter, op == "<<-", quoted)
+            self.lexer.pending.append(doc)
+            self.deferred.append(functools.partial(self._heredoc_data, doc, state.cwd))
+            return op, doc
+        self.resolve(target.word, state)
+        return op, target.word
+
+    def simple_command(self, state: _State, enders: tuple[str, ...], piped: bool) -> None:
+        assigns: list[tuple[str, str | None]] = []
+        words: list[Word] = []
+        redirects: list[tuple[str, Heredoc | Word]] = []
+        while True:
+            tok = self.peek()
+            if tok.kind == "op" and tok.value in _REDIRECTS:
+                redirects.append(self.redirection(state))
+                continue
+            if tok.kind != "word" or tok.word is None:
+                break
+            word = tok.word
+            if not words:
+                m = _ASSIGNMENT.match(word.raw)
+                if m and word.parts and not word.parts[0].quoted:
+                    self.take()
+                    assigns.append((m.group(1), self._assigned_value(word, len(m.group(0)), state)))
+                    continue
+            self.take()
+            words.append(word)
+            if len(words) == 1 and self.is_op("("):
+                # ``name() { ...; }``: a function; follow its body as if it ran here.
+                self.take()
+                if not self.is_op(")"):
+                    raise ShellSyntaxError("bad function definition")
+                self.take()
+                while self.is_op("\n"):
+                    self.take()
+                self.parse_command(state, enders, piped)
+                return
+        if not words and not assigns and not redirects:
+            tok = self.peek()
+            raise ShellSyntaxError(f"unexpected {tok.value or tok.kind!r}")
+        values = [self.resolve(w, state) for w in words]
+        if not words:
+            for name, value in assigns:
+                state.vars[name] = value
+                if name in state.exported:
+                    state.exported[name] = value
+            return
+        self.execute(state, assigns, values, words, redirects, piped)
+
+    def _assigned_value(self, word: Word, prefix_len: int, state: _State) -> str | None:
+        """The value of ``NAME=value`` (the parts after the ``=``)."""
+        consumed = 0
+        rest: list[Part] = []
+        for part in word.parts:
+            if consumed >= prefix_len:
+                rest.append(part)
+            elif part.kind == "lit":
+                take = prefix_len - consumed
+                if len(part.text) > take:
+                    rest.append(Part("lit", part.text[take:], part.quoted))
+                consumed += min(len(part.text), take)
+            else:
+                consumed = prefix_len
+                rest.append(part)
+        return self.resolve(Word(rest, word.raw[prefix_len:]), state)
+
+    def resolve(self, word: Word | None, state: _State) -> str | None:
+        """The word's value after expansion; None when bash alone can tell.
+
+        Command substitutions inside it run first, in a subshell: they are followed.
+        """
+        if word is None:
+            return None
+        out: list[str] = []
+        known = True
+        for i, part in enumerate(word.parts):
+            if part.kind == "sub":
+                self.nested(part.text, state.copy())
+                known = False
+            elif part.kind == "unknown":
+                known = False
+            elif part.kind == "var":
+                value = state.vars.get(part.text, self._env_value(part.text, state))
+                if value is None or (not part.quoted and value != value.strip()):
+                    known = False
+                else:
+                    out.append(value)
+            else:
+                text = part.text
+                if i == 0 and not part.quoted and text == "~":
+                    nxt = word.parts[1].text if len(word.parts) > 1 else "/"
+                    if nxt.startswith("/") or len(word.parts) == 1:
+                        home = self._env_value("HOME", state)
+                        if home is None:
+                            known = False
+                        text = home or ""
+                    else:
+                        known = False
+                out.append(text)
+        if not known:
+            return None
+        value = "".join(out)
+        unquoted = "".join(p.text for p in word.parts if p.kind == "lit" and not p.quoted)
+        if _BRACE.search(unquoted):
+            return None  # brace expansion: more (or other) words than written
+        return value
+
+    def _env_value(self, name: str, state: _State) -> str | None:
+        if name in state.exported:
+            return state.exported[name]
+        return self.env.get(name)
+
+    # -- meaning ----------------------------------------------------------------
+
+    def execute(
+        self,
+        state: _State,
+        assigns: list[tuple[str, str | None]],
+        values: list[str | None],
+        words: list[Word],
+        redirects: list[tuple[str, Heredoc | Word]],
+        piped: bool,
+        more_args: bool = False,
+    ) -> None:
+        head = values[0]
+        if head is None:
+            self.opaque("a command name made by an expansion", state.cwd)
+            return
+        name = os.path.basename(head)
+        args = values[1:]
+        if name in ("git", "git.exe"):
+            env = tuple(sorted({**state.exported, **dict(assigns)}.items()))
+            self.result.calls.append(GitCall(tuple(args), state.cwd, env, more_args))
+            return
+        if more_args and name in {"eval", "xargs", "find", "env"} | set(WRAPPERS):
+            self.opaque(f"{name} with arguments only known when it runs", state.cwd)
+            return
+        if name == "cd" or name == "pushd":
+            self._cd(state, args, push=name == "pushd")
+        elif name == "popd":
+            state.cwd = state.stack.pop() if state.stack else None
+        elif name in ("export", "declare", "typeset", "local", "readonly"):
+            for word, value in zip(words[1:], args, strict=False):
+                m = _ASSIGNMENT.match(word.raw)
+                if m:
+                    v = self._assigned_value(word, len(m.group(0)), state)
+                    state.vars[m.group(1)] = v
+                    if name == "export":
+                        state.exported[m.group(1)] = v
+                elif value is not None and _NAME.fullmatch(value) and name == "export":
+                    state.exported[value] = state.vars.get(value, self.env.get(value))
+        elif name in ("read", "mapfile", "readarray", "getopts"):
+            for value in args:
+                if value is not None and _NAME.fullmatch(value):
+                    state.vars[value] = None  # set from input: only bash will know
+        elif name == "unset":
+            for value in args:
+                if value is not None:
+                    state.vars.pop(value, None)
+                    state.exported.pop(value, None)
+        elif name == "eval":
+            if any(a is None for a in args):
+                self.opaque("eval of a string only known when it runs", state.cwd)
+            else:
+                self.nested(" ".join(a for a in args if a is not None), state)
+        elif name in SHELLS:
+            self._shell(state, args, redirects, piped)
+        elif name in INTERPRETERS or re.fullmatch(r"python3(\.\d+)?", name):
+            for flag, code in itertools.pairwise(args):
+                inline = flag in ("-c", "-e", "-E", "--eval", "-r")
+                if inline and (code is None or mentions_git(code)):
+                    self.opaque(f"{name} {flag} code that mentions git", state.cwd)
+        elif name == "env":
+            self._env(state, assigns, args, words, redirects, piped, more_args)
+        elif name == "xargs":
+            self._xargs(state, assigns, args, words, redirects)
+        elif name == "find":
+            self._find(state, assigns, args, words)
+        elif name in WRAPPERS:
+            self._wrapper(name, state, assigns, args, words, redirects, piped, more_args)
+
+    def _cd(self, state: _State, args: list[str | None], push: bool) -> None:
+        operands = [a for a in args if a is None or not (a.startswith("-") and a != "-")]
+        if push:
+            state.stack.append(state.cwd)
+        previous = state.cwd
+        if not operands:
+            target = self.env.get("HOME")
+        else:
+            target = operands[0]
+            if target == "-":
+                target = state.oldpwd
+            elif target is not None and state.cwd is not None:
+                target = os.path.normpath(os.path.join(state.cwd, target))
+            elif target is not None and not os.path.isabs(target):
+                target = None
+        state.oldpwd = previous
+        state.cwd = target
+        if target is not None and target not in self.result.dirs:
+            self.result.dirs.append(target)
+
+    def _shell(
+        self,
+        state: _State,
+        args: list[str | None],
+        redirects: list[tuple[str, Heredoc | Word]],
+        piped: bool,
+    ) -> None:
+        i = 0
+        while i < len(args):
+            a = args[i]
+            if a is None:
+                self.opaque("a shell started with options only known when it runs", state.cwd)
+                return
+            if a in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
+                i += 2
+                continue
+            if a.startswith("-") and len(a) > 1 and not a.startswith("--") and "c" in a[1:]:
+                script = args[i + 1] if i + 1 < len(args) else None
+                if script is None:
+                    self.opaque("a shell -c string only known when it runs", state.cwd)
+                else:
+                    child = _State(state.cwd, {}, dict(state.exported))
+                    self.nested(script, child)
+                return
+            if a in ("-s",) or (a.startswith(("-", "+")) and len(a) > 1):
+                i += 1
+                continue
+            return  # a script file: what it runs is the shim's to see
+        stdin_programs = [r for op, r in redirects if op in ("<<", "<<-", "<<<")]
+        if stdin_programs:
+            for target in stdin_programs:
+                if isinstance(target, Heredoc):
+                    doc = target
+                    child = _State(state.cwd, {}, dict(state.exported))
+                    self.deferred.append(functools.partial(self._heredoc_program, doc, child))
+                else:
+                    value = self.resolve(target, state)
+                    if value is None:
+                        self.opaque("a shell fed a string only known when it runs", state.cwd)
+                    else:
+                        self.nested(value, _State(state.cwd, {}, dict(state.exported)))
+        elif piped or any(op == "<" for op, _ in redirects):
+            self.opaque("a shell reading commands from a pipe or file", state.cwd)
+
+    def _heredoc_data(self, doc: Heredoc, cwd: str | None) -> None:
+        """An unquoted here-document runs its command substitutions, whoever reads it."""
+        if doc.quoted or doc.body is None:
+            return
+        if "$(" in doc.body or "`" in doc.body:
+            self.opaque("a here-document with command substitutions", cwd)
+
+    def _heredoc_program(self, doc: Heredoc, state: _State) -> None:
+        if doc.body is None:
+            self.opaque("a here-document without its end line", state.cwd)
+        elif doc.quoted:
+            self.nested(doc.body, state)
+        elif "$" in doc.body or "`" in doc.body:
+            self.opaque("a shell fed a here-document with expansions", state.cwd)
+        else:
+            self.nested(doc.body, state)
+
+    def _rest(
+        self,
+        state: _State,
+        assigns: list[tuple[str, str | None]],
+        args: list[str | None],
+        words: list[Word],
+        redirects: list[tuple[str, Heredoc | Word]],
+        piped: bool,
+        more_args: bool,
+    ) -> None:
+        """Run ``args`` (a tail of this command) as a command of its own."""
+        if not args:
+            if more_args:
+                self.opaque("a command read from input", state.cwd)
+            return
+        tail = words[len(words) - len(args) :]
+        self.execute(state, assigns, args, tail, redirects, piped, more_args)
+
+    def _env(
+        self,
+        state: _State,
+        assigns: list[tuple[str, str | None]],
+        args: list[str | None],
+        words: list[Word],
+        redirects: list[tuple[str, Heredoc | Word]],
+        piped: bool,
+        more_args: bool,
+    ) -> None:
+        assigns = list(assigns)
+        inner = state.copy()
+        i = 0
+        while i < len(args):
+            a = args[i]
+            if a is None:
+                self.opaque("env with arguments only known when it runs", state.cwd)
+                return
+            if a in ("-i", "--ignore-environment", "-0", "--null", "-v", "--debug"):
+                i += 1
+            elif a in ("-u", "--unset"):
+                i += 2
+            elif a.startswith(("--unset=", "-u")):
+                i += 1
+            elif a in ("-C", "--chdir"):
+                target = args[i + 1] if i + 1 < len(args) else None
+                self._cd(inner, [target], push=False)
+                i += 2
+            elif a in ("-S", "--split-string") or a.startswith(("-S", "--split-string=")):
+                self.opaque("env -S splits a string into a command", state.cwd)
+                return
+            elif a == "--":
+                i += 1
+            elif _ASSIGNMENT.match(a):
+                key, _, value = a.partition("=")
+                assigns.append((key, value))
+                i += 1
+            elif a.startswith("-"):
+                i += 1
+            else:
+                break
+        self._rest(inner, assigns, args[i:], words, redirects, piped, more_args)
+
+    def _wrapper(
+        self,
+        name: str,
+        state: _State,
+        assigns: list[tuple[str, str | None]],
+        args: list[str | None],
+        words: list[Word],
+        redirects: list[tuple[str, Heredoc | Word]],
+        piped: bool,
+        more_args: bool,
+    ) -> None:
+        with_value, operands = WRAPPERS[name]
+        i = 0
+        while i < len(args):
+            a = args[i]
+            if a is None:
+                self.opaque(f"{name} with arguments only known when it runs", state.cwd)
+                return
+            if name == "command" and a in ("-v", "-V"):
+                return  # a lookup, not a run
+            if a == "--":
+                i += 1
+                break
+            if a in with_value:
+                i += 2
+            elif a.startswith("-") and len(a) > 1:
+                i += 1
+            else:
+                break
+        i += operands
+        self._rest(state, assigns, args[i:], words, redirects, piped, more_args)
+
+    def _xargs(
+        self,
+        state: _State,
+        assigns: list[tuple[str, str | None]],
+        args: list[str | None],
+        words: list[Word],
+        redirects: list[tuple[str, Heredoc | Word]],
+    ) -> None:
+        with_value = {"-a", "-d", "-E", "-e", "-I", "-i", "-L", "-l", "-n", "-P", "-s"}
+        i = 0
+        while i < len(args):
+            a = args[i]
+            if a is None:
+                self.opaque("xargs with arguments only known when it runs", state.cwd)
+                return
+            if a == "--":
+                i += 1
+                break
+            if a in with_value:
+                i += 2
+            elif a.startswith("-") and len(a) > 1:
+                i += 1
+            else:
+                break
+        tail = args[i:] or ["echo"]
+        self._rest(state, assigns, tail, words if args[i:] else [], redirects, False, True)
+
+    def _find(
+        self,
+        state: _State,
+        assigns: list[tuple[str, str | None]],
+        args: list[str | None],
+        words: list[Word],
+    ) -> None:
+        i = 0
+        while i < len(args):
+            if args[i] in ("-exec", "-execdir", "-ok", "-okdir"):
+                j = i + 1
+                while j < len(args) and args[j] not in (";", "+"):
+                    j += 1
+                program = [a if a != "{}" else None for a in args[i + 1 : j]]
+                if program:
+                    tail_words = words[1 + i + 1 : 1 + j]
+                    self.execute(state, assigns, program, tail_words, [], False, False)
+                i = j + 1
+            else:
+                i += 1
+
+
+# ---------------------------------------------------------------------------
+# apply_patch bodies (Codex)
+
+_PATCH_LINE = re.compile(
+    r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$"
+)
+
+
+def patch_paths(body: str) -> list[str]:
+    """The files an ``apply_patch`` body edits, adds, deletes or moves to, in order."""
+    found: list[str] = []
+    for line in body.splitlines():
+        m = _PATCH_LINE.match(line)
+        if m:
+            path = m.group(1) or m.group(2)
+            if path not in found:
+                found.append(path)
+    return found
+
+
+# ---------------------------------------------------------------------------
+# The decision
+
+#: Stand-in for a word whose value only bash knows; no git command is named like this.
+UNKNOWN_WORD = "guards-unknown-word"
+
+
+@dataclass
+class Verdict:
+    """What the hook answers for a shell line."""
+
+    #: Why the line must not run (None: it may run).
+    deny: str | None = None
+    #: One line per rescue (``guards: rescued ... to <ref>; restore: ...``).
+    rescued: list[str] = field(default_factory=list)
+    #: The directories the line works in (its start and each ``cd``).
+    dirs: list[str] = field(default_factory=list)
+
+
+def _nearest_dir(path: str) -> str:
+    """``mkdir -p x && cd x && git ...``: x belongs to the repository above it."""
+    while not os.path.isdir(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return path
+
+
+def _env_for(call: GitCall, base: Mapping[str, str]) -> tuple[dict[str, str], bool]:
+    """The command's environment, and whether a git setting in it is unknown."""
+    env = dict(base)
+    unknown = False
+    for key, value in call.env:
+        if value is None:
+            env.pop(key, None)
+            unknown = unknown or key.startswith("GIT_")
+        else:
+            env[key] = value
+    return env, unknown
+
+
+def guard_line(line: str, cwd: str, env: Mapping[str, str] | None = None) -> Verdict:
+    """Apply the policy to every git invocation in ``line`` that could destroy work.
+
+    ``env`` is the environment the line runs with (the caller's ``GUARDS_SESSION`` in it
+    decides what is *mine*). Rescues happen here, before the line runs.
+    """
+    env = dict(os.environ if env is None else env)
+    found = analyze(line, cwd, env)
+    verdict = Verdict(dirs=found.dirs)
+    if not found.runs_git:
+        return verdict
+    from guards.errors import GuardsError
+
+    guarded_everything: set[str] = set()
+    changed = False
+    try:
+        for call in found.calls:
+            changed = _guard_call(call, env, verdict, guarded_everything, changed)
+            if verdict.deny:
+                return verdict
+        for item in found.opaque:
+            if item.cwd is None:
+                verdict.deny = f"refused: {item.reason}, in a directory the line does not show"
+                return verdict
+            _guard_everything(item.cwd, env, f"({item.reason})", verdict, guarded_everything)
+    except GuardsError as e:
+        verdict.deny = str(e)
+    return verdict
+
+
+#: Subcommands that change nothing a later command of the same line could meet.
+READ_ONLY_SUBCOMMANDS = frozenset(
+    [
+        "status",
+        "log",
+        "diff",
+        "show",
+        "rev-parse",
+        "ls-files",
+        "ls-tree",
+        "cat-file",
+        "describe",
+        "blame",
+        "shortlog",
+        "grep",
+        "version",
+        "help",
+        "for-each-ref",
+        "show-ref",
+        "rev-list",
+        "merge-base",
+        "name-rev",
+        "whatchanged",
+        "var",
+        "check-ignore",
+        "check-attr",
+        "count-objects",
+        "diff-files",
+        "diff-index",
+        "diff-tree",
+        "cherry",
+    ]
+)
+
+
+def _guard_call(
+    call: GitCall,
+    env: dict[str, str],
+    verdict: Verdict,
+    guarded_everything: set[str],
+    changed_before: bool,
+) -> bool:
+    """Guard one invocation; returns whether the state may have changed by its end.
+
+    After an earlier git command that may change the repository (``git add -A &&
+    git reset --hard``), the state a command meets is not the one visible now: every
+    dirty path of its work tree counts as at risk.
+    """
+    from guards import cmdline
+    from guards.errors import UsageError
+
+    argv = [a if a is not None else UNKNOWN_WORD for a in call.argv]
+    if call.cwd is None:
+        if _surely_harmless(argv):
+            return changed_before
+        verdict.deny = (
+            f"refused `{call.text()}`: it runs after a `cd` to a directory the line "
+            "does not show, so guards cannot tell whose work it would destroy"
+        )
+        return True
+    cmd_env, env_unknown = _env_for(call, env)
+    cwd = _nearest_dir(call.cwd)
+    try:
+        cmd = cmdline.parse(argv, cmd_env, cwd)
+    except UsageError:
+        return changed_before  # git itself rejects this before touching anything
+    changes = changed_before or cmd.subcommand not in READ_ONLY_SUBCOMMANDS
+    unknown_where = env_unknown or UNKNOWN_WORD in cmd.global_options
+    unknown_what = not call.known or cmd.subcommand == UNKNOWN_WORD or UNKNOWN_WORD in cmd.aliases
+    if cmd.subcommand is not None and cmd.subcommand in cmdline.KNOWN_COMMANDS:
+        maybe = cmd.subcommand in cmdline.DESTRUCTIVE_SUBCOMMANDS and (
+            unknown_what or cmdline.could_destroy(cmd)
+        )
+    else:
+        maybe = cmd.shell_alias is not None or unknown_what or cmdline.could_destroy(cmd)
+    if not maybe:
+        return changes
+    if unknown_where:
+        verdict.deny = (
+            f"refused `{call.text()}`: the repository it works on is only known when it runs"
+        )
+        return True
+    if unknown_what or changed_before or cmd.shell_alias is not None:
+        # Its arguments, or the state it will meet, cannot be read now: every dirty path
+        # of that work tree is at risk.
+        _guard_everything(cmd.cwd, cmd_env, call.text(), verdict, guarded_everything, cmd=cmd)
+        return True
+    from guards import blast, guard
+
+    with guard.command_environment(cmd):
+        radius = blast.blast_radius(cmd)
+        if not radius.empty():
+            _report(guard.protect(cmd, radius, report=False), verdict)
+    return True
+
+
+def _surely_harmless(argv: list[str]) -> bool:
+    from guards import cmdline
+
+    for a in argv:
+        if a.startswith("-"):
+            continue
+        return a in cmdline.KNOWN_COMMANDS and a not in cmdline.DESTRUCTIVE_SUBCOMMANDS
+    return True
+
+
+def _guard_everything(
+    cwd: str,
+    env: Mapping[str, str],
+    label: str,
+    verdict: Verdict,
+    guarded: set[str],
+    *,
+    cmd: GitCommand | None = None,
+) -> None:
+    """Rescue all dirty work of the repository at ``cwd`` not provably the caller's."""
+    from guards import guard
+    from guards.blast import BlastRadius
+    from guards.cmdline import GitCommand
+    from guards.repo import NotARepositoryError, discover
+
+    where = _nearest_dir(cwd)
+    if cmd is not None:
+        from guards.blast import context
+
+        ctx = context(cmd)  # honours --git-dir, --work-tree and -C
+        if ctx is None or ctx.toplevel is None:
+            return  # no work tree: no uncommitted work to lose
+        toplevel = ctx.toplevel
+    else:
+        try:
+            repo = discover(where)
+        except NotARepositoryError:
+            return  # nothing of git's here to lose
+        if repo.toplevel is None:
+            return
+        toplevel = str(repo.toplevel)
+    key = os.path.realpath(toplevel)
+    if key in guarded:
+        return
+    guarded.add(key)
+    if cmd is None:
+        cmd = GitCommand(
+            argv=[],
+            global_options=[],
+            cwd=toplevel,
+            subcommand=None,
+            args=[label],
+            origin_cwd=where,
+            env=dict(env),
+        )
+    radius = BlastRadius(worktree=toplevel, losses=[], everything=True)
+    with guard.command_environment(cmd):
+        _report(guard.protect(cmd, radius, report=False), verdict)
+
+
+def _report(results: list[RescueResult], verdict: Verdict) -> None:
+    from guards.rescue import report_line
+
+    verdict.rescued += [report_line(result) for result in results]

@@ -1,0 +1,193 @@
+"""Our hooks in the harnesses' settings files, merged in and taken out without touching
+anything else.
+
+Claude Code reads hooks from ``.claude/settings.json`` (project) and
+``~/.claude/settings.json`` (user); Codex CLI from ``.codex/hooks.json`` (project) and
+``~/.codex/hooks.json`` (user). Both use the same shape::
+
+    {"hooks": {"PreToolUse": [{"matcher": "Bash",
+                               "hooks": [{"type": "command", "command": "..."}]}]}}
+
+Install appends one matcher group per event holding only our hook; the user's groups,
+hooks and other settings are never modified. Uninstall removes only hook entries
+whose command is ours (it runs ``guards.commands.agent_hook``), and a group or event
+list only when that left it empty.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from guards.errors import UsageError
+from guards.installation import Step
+
+#: Recognises our hook commands, whichever python or spelling installed them.
+OURS = re.compile(r"guards(?:\.commands\.agent_hook| agent-hook) (?:claude|codex)\b")
+
+#: event -> matcher (None: the event takes no matcher)
+CLAUDE_EVENTS: dict[str, str | None] = {
+    "PreToolUse": "Bash",
+    "PostToolUse": "Bash|Write|Edit|MultiEdit|NotebookEdit",
+    "SessionStart": None,
+    "UserPromptSubmit": None,
+    "SessionEnd": None,
+}
+CODEX_EVENTS: dict[str, str | None] = {
+    "PreToolUse": "Bash",
+    "PostToolUse": "Bash|apply_patch",
+    "SessionStart": None,
+    "UserPromptSubmit": None,
+}
+EVENTS = {"claude": CLAUDE_EVENTS, "codex": CODEX_EVENTS}
+#: Seconds the harness waits for us (a rescue of a large tree takes a while).
+TIMEOUT = 60
+
+
+def hook_command(harness: str) -> str:
+    """The command the harness runs: this python, our module (no argparse on the way)."""
+    return f"{shlex.quote(sys.executable)} -m guards.commands.agent_hook {harness}"
+
+
+def settings_path(harness: str, scope: str, project_dir: Path | None) -> Path:
+    """Where ``harness`` reads hooks for ``scope`` ("project" or "user")."""
+    folder, name = (".claude", "settings.json") if harness == "claude" else (".codex", "hooks.json")
+    if scope == "user":
+        if harness == "codex" and os.environ.get("CODEX_HOME"):
+            return Path(os.environ["CODEX_HOME"]) / name
+        return Path.home() / folder / name
+    if project_dir is None:
+        raise UsageError(f"--project needs a git repository (or use --user) for {harness}")
+    return project_dir / folder / name
+
+
+def is_ours(hook: object) -> bool:
+    return (
+        isinstance(hook, dict)
+        and isinstance(hook.get("command"), str)
+        and bool(OURS.search(hook["command"]))
+    )
+
+
+def merge(doc: dict[str, Any], harness: str, command: str) -> list[str]:
+    """Add our hooks to ``doc`` in place; returns the events it added to."""
+    hooks = doc.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise UsageError('the settings file has a "hooks" entry that is not an object')
+    added = []
+    for event, matcher in EVENTS[harness].items():
+        groups = hooks.setdefault(event, [])
+        if not isinstance(groups, list):
+            raise UsageError(f'the settings file has a "hooks.{event}" entry that is not a list')
+        present = any(
+            isinstance(g, dict)
+            and g.get("matcher") == matcher
+            and any(is_ours(h) for h in g.get("hooks") or [])
+            for g in groups
+        )
+        if present:
+            continue
+        group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
+        group["hooks"] = [{"type": "command", "command": command, "timeout": TIMEOUT}]
+        groups.append(group)
+        added.append(event)
+    return added
+
+
+def remove(doc: dict[str, Any]) -> list[str]:
+    """Take our hooks out of ``doc`` in place; returns the events they were in."""
+    hooks = doc.get("hooks")
+    if not isinstance(hooks, dict):
+        return []
+    removed = []
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept_groups = []
+        for group in groups:
+            entries = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(entries, list) or not any(is_ours(h) for h in entries):
+                kept_groups.append(group)
+                continue
+            removed.append(event)
+            rest = [h for h in entries if not is_ours(h)]
+            if rest:
+                kept_groups.append({**group, "hooks": rest})
+        if kept_groups:
+            hooks[event] = kept_groups
+        else:
+            del hooks[event]
+    if removed and not hooks:
+        del doc["hooks"]
+    return sorted(set(removed), key=removed.index)
+
+
+def read_settings(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror}") from e
+    if not text.strip():
+        return {}
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise UsageError(f"{path} is not valid JSON ({e}); fix it first, guards will not") from e
+    if not isinstance(doc, dict):
+        raise UsageError(f"{path} does not hold a JSON object; guards leaves it alone")
+    return doc
+
+
+def write_settings(path: Path, doc: dict[str, Any]) -> None:
+    """Atomically, keeping the file's permissions."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.guards-tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    with contextlib.suppress(FileNotFoundError):
+        os.chmod(tmp, path.stat().st_mode & 0o7777)
+    os.replace(tmp, path)
+
+
+def plan_install(harness: str, path: Path) -> list[Step]:
+    doc = read_settings(path)
+    events = merge(doc, harness, hook_command(harness))
+    if not events:
+        return []
+    return [
+        Step(
+            f"add the guards {harness} hooks ({', '.join(events)}) to {path}",
+            _writer(path, lambda d: merge(d, harness, hook_command(harness))),
+        )
+    ]
+
+
+def plan_uninstall(harness: str, path: Path) -> list[Step]:
+    doc = read_settings(path) if path.exists() else {}
+    events = remove(doc)
+    if not events:
+        return []
+    return [
+        Step(
+            f"remove the guards {harness} hooks ({', '.join(events)}) from {path}",
+            _writer(path, remove),
+        )
+    ]
+
+
+def _writer(path: Path, change: Callable[[dict[str, Any]], object]) -> Callable[[], None]:
+    def apply() -> None:
+        doc = read_settings(path)  # again: the file may have changed since the plan
+        change(doc)
+        write_settings(path, doc)
+
+    return apply

@@ -1,0 +1,311 @@
+"""guards agent-hook claude|codex: the harness events end to end, as the harness sends them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from guards.commands.agent_hook import session_for
+from tests.conftest import git, make_repo, run_guards
+
+BOB = session_for("claude", "bob")
+
+
+def send(
+    repo: Path,
+    event: dict[str, Any],
+    harness: str = "claude",
+    env: dict[str, str] | None = None,
+    raw: bytes | None = None,
+    fast: bool = True,
+) -> subprocess.CompletedProcess[str]:
+    """Run the hook as the harness does: a process, the event on stdin."""
+    body = raw if raw is not None else json.dumps({"cwd": str(repo), **event}).encode()
+    if not fast:
+        return run_guards("agent-hook", harness, cwd=repo, env=env, input=body)
+    return subprocess.run(
+        [sys.executable, "-m", "guards.commands.agent_hook", harness],
+        cwd=repo,
+        input=body.decode(),
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=60,
+        check=False,
+    )
+
+
+def answer(res: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    out: dict[str, Any] = doc["hookSpecificOutput"]
+    return out
+
+
+def owners(repo: Path) -> dict[str, str]:
+    res = run_guards("status", "--json", cwd=repo)
+    assert res.returncode in (0, 1), res.stderr
+    doc = json.loads(res.stdout)
+    return {p["path"]: p.get("owner") for p in doc["paths"]}
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo", {"README": "hello\n", "src/app.py": "print('hi')\n"})
+
+
+# -- attribution ---------------------------------------------------------------------
+
+
+def test_write_and_edit_events_record_the_file_for_the_session(repo: Path) -> None:
+    (repo / "src/app.py").write_text("print('bob')\n")
+    (repo / "new.txt").write_text("new\n")
+    for tool, target in (("Edit", "src/app.py"), ("Write", "new.txt")):
+        res = send(
+            repo,
+            {
+                "session_id": "bob",
+                "hook_event_name": "PostToolUse",
+                "tool_name": tool,
+                "tool_input": {"file_path": str(repo / target), "content": "x"},
+                "tool_response": {"success": True},
+            },
+        )
+        assert (res.returncode, res.stdout) == (0, ""), res.stderr
+    assert owners(repo) == {"src/app.py": BOB, "new.txt": BOB}
+
+
+def test_multiedit_and_notebookedit_record_too(repo: Path) -> None:
+    (repo / "README").write_text("changed\n")
+    (repo / "nb.ipynb").write_text("{}\n")
+    send(
+        repo,
+        {
+            "session_id": "bob",
+            "hook_event_name": "PostToolUse",
+            "tool_name": "MultiEdit",
+            "tool_input": {"file_path": str(repo / "README"), "edits": []},
+        },
+    )
+    send(
+        repo,
+        {
+            "session_id": "bob",
+            "hook_event_name": "PostToolUse",
+            "tool_name": "NotebookEdit",
+            "tool_input": {"notebook_path": str(repo / "nb.ipynb"), "new_source": "x"},
+        },
+    )
+    assert owners(repo) == {"README": BOB, "nb.ipynb": BOB}
+
+
+def test_codex_apply_patch_records_every_file_the_patch_names(repo: Path) -> None:
+    (repo / "src/app.py").write_text("print('codex')\n")
+    (repo / "docs").mkdir()
+    (repo / "docs/new.md").write_text("hello\n")
+    patch = (
+        "*** Begin Patch\n*** Update File: src/app.py\n@@\n-print('hi')\n+print('codex')\n"
+        "*** Add File: docs/new.md\n+hello\n*** End Patch\n"
+    )
+    res = send(
+        repo,
+        {
+            "session_id": "c-1",
+            "hook_event_name": "PostToolUse",
+            "tool_name": "apply_patch",
+            "tool_use_id": "call_1",
+            "tool_input": {"command": patch},
+        },
+        harness="codex",
+    )
+    assert res.returncode == 0, res.stderr
+    assert owners(repo) == {"src/app.py": "codex-c-1", "docs/new.md": "codex-c-1"}
+
+
+def test_files_a_shell_command_changes_are_attributed_to_its_session(repo: Path) -> None:
+    (repo / "README").write_text("alice's\n")
+    assert run_guards("record", "--session", "alice", "README", cwd=repo).returncode == 0
+    pre = {
+        "session_id": "bob",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_use_id": "toolu_7",
+        "tool_input": {"command": "sed -i s/hi/bye/ src/app.py && echo x > made.txt"},
+    }
+    assert send(repo, pre).stdout == ""
+    subprocess.run(["bash", "-c", pre["tool_input"]["command"]], cwd=repo, check=True)
+    res = send(repo, {**pre, "hook_event_name": "PostToolUse", "tool_response": {}})
+    assert res.returncode == 0, res.stderr
+    assert owners(repo) == {"README": "alice", "src/app.py": BOB, "made.txt": BOB}
+    assert list((repo / ".git/guards/observe").iterdir()) == []  # the marker is gone
+
+
+# -- guarding shell lines ----------------------------------------------------------------
+
+
+def alice_dirty(repo: Path) -> None:
+    (repo / "src/app.py").write_text("print('alice')\n")
+    assert run_guards("record", "--session", "alice", "src/app.py", cwd=repo).returncode == 0
+
+
+def test_claude_rescue_then_allow_names_the_rescue_in_additional_context(repo: Path) -> None:
+    alice_dirty(repo)
+    res = send(
+        repo,
+        {
+            "session_id": "bob",
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_use_id": "t1",
+            "tool_input": {"command": "cd src && git checkout -- ."},
+        },
+        fast=False,
+    )
+    out = answer(res)
+    assert "permissionDecision" not in out
+    assert "rescued 1 path of session alice to refs/rescue/alice/" in out["additionalContext"]
+    assert git(repo, "for-each-ref", "--format=%(refname)", "refs/rescue").startswith(
+        "refs/rescue/alice/"
+    )
+
+
+def test_codex_deny_is_exit_2_with_the_reason_on_stderr(repo: Path) -> None:
+    alice_dirty(repo)
+    res = send(
+        repo,
+        {
+            "session_id": "c-1",
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_use_id": "t1",
+            "tool_input": {"command": "git reset --hard"},
+        },
+        harness="codex",
+        env={"GUARDS_POLICY": "block"},
+    )
+    assert res.returncode == 2
+    assert res.stdout == ""
+    assert "alice" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_codex_hears_about_the_rescue_after_the_command(repo: Path) -> None:
+    alice_dirty(repo)
+    pre = {
+        "session_id": "c-1",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_use_id": "t2",
+        "tool_input": {"command": "git stash"},
+    }
+    res = send(repo, pre, harness="codex")
+    assert res.returncode == 0 and "guards: rescued" in res.stderr
+    post = send(repo, {**pre, "hook_event_name": "PostToolUse"}, harness="codex")
+    assert "guards: rescued 1 path of session alice" in answer(post)["additionalContext"]
+
+
+def test_guards_disable_lets_everything_through(repo: Path) -> None:
+    alice_dirty(repo)
+    res = send(
+        repo,
+        {
+            "session_id": "bob",
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": "git reset --hard"},
+        },
+        env={"GUARDS_DISABLE": "1"},
+    )
+    assert (res.returncode, res.stdout) == (0, "")
+    assert git(repo, "for-each-ref", "refs/rescue") == ""
+
+
+# -- sessions and the frame ------------------------------------------------------------------
+
+
+def test_session_start_gives_the_frame_and_exports_the_identity(repo: Path, tmp_path: Path) -> None:
+    alice_dirty(repo)
+    env_file = tmp_path / "claude-env"
+    res = send(
+        repo,
+        {"session_id": "bob", "hook_event_name": "SessionStart", "source": "startup"},
+        env={"CLAUDE_ENV_FILE": str(env_file)},
+        fast=False,
+    )
+    out = answer(res)
+    assert out["hookEventName"] == "SessionStart"
+    assert out["additionalContext"].startswith("[Workspace: 1 uncommitted change present")
+    assert "src/app.py" in out["additionalContext"] and "session alice" in out["additionalContext"]
+    assert env_file.read_text() == f"export GUARDS_SESSION={BOB}\n"
+    sessions = json.loads(run_guards("session", "list", "--json", cwd=repo).stdout)["sessions"]
+    assert BOB in {s["id"] for s in sessions}
+
+
+def test_user_prompt_submit_frames_the_turn_and_is_silent_when_clean(repo: Path) -> None:
+    event = {"session_id": "bob", "hook_event_name": "UserPromptSubmit", "prompt": "hi"}
+    clean = send(repo, event)
+    assert (clean.returncode, clean.stdout) == (0, "")
+    (repo / "README").write_text("dirty\n")
+    out = answer(send(repo, event))
+    assert out["hookEventName"] == "UserPromptSubmit"
+    assert "README" in out["additionalContext"] and "owner unknown" in out["additionalContext"]
+
+
+def test_session_end_marks_the_session_ended(repo: Path) -> None:
+    send(repo, {"session_id": "bob", "hook_event_name": "SessionStart"})
+    res = send(repo, {"session_id": "bob", "hook_event_name": "SessionEnd", "reason": "exit"})
+    assert (res.returncode, res.stdout) == (0, "")
+    sessions = json.loads(run_guards("session", "list", "--json", cwd=repo).stdout)["sessions"]
+    assert [s["liveness"] for s in sessions if s["id"] == BOB] == ["ended"]
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"hook_event_name": "Stop"},
+        {"hook_event_name": "Notification", "message": "git"},
+        {"hook_event_name": "PreToolUse", "tool_name": "Read", "tool_input": {"file_path": "x"}},
+    ],
+)
+def test_other_events_are_exit_0_and_silent(repo: Path, event: dict[str, Any]) -> None:
+    res = send(repo, {"session_id": "bob", **event})
+    assert (res.returncode, res.stdout, res.stderr) == (0, "", "")
+
+
+# -- bad input ---------------------------------------------------------------------------
+
+
+def test_malformed_json_that_could_run_git_is_refused_in_one_line(repo: Path) -> None:
+    raw = b'{"hook_event_name": "PreToolUse", "tool_input": {"command": "git reset --hard"'
+    res = send(repo, {}, raw=raw)
+    assert res.returncode == 2
+    assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
+
+
+def test_malformed_json_without_git_is_one_line_and_nonzero(repo: Path) -> None:
+    res = send(repo, {}, raw=b"not json at all", fast=False)
+    assert res.returncode == 1
+    assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
+
+
+def test_a_shell_command_that_is_not_a_string_is_refused_when_it_mentions_git(
+    repo: Path,
+) -> None:
+    event = {
+        "session_id": "bob",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": {"git": "reset"}},
+    }
+    out = answer(send(repo, event))
+    assert out["permissionDecision"] == "deny"
+
+
+def test_unknown_harness_is_a_usage_error(repo: Path) -> None:
+    res = run_guards("agent-hook", "cursor", cwd=repo, input=b"{}")
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1

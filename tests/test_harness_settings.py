@@ -1,0 +1,134 @@
+"""guards install/uninstall --claude/--codex: our hooks in, then out, nothing else touched."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from guards import harness_settings
+from tests.conftest import run_guards
+
+USERS_OWN = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(npm test)"]},
+    "hooks": {
+        "PreToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "my-linter --bash"}]}
+        ],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+    },
+}
+
+
+def our_commands(doc: dict[str, Any]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for event, groups in doc.get("hooks", {}).items():
+        for group in groups:
+            for hook in group["hooks"]:
+                if harness_settings.is_ours(hook):
+                    found.setdefault(event, []).append(group.get("matcher", ""))
+    return found
+
+
+def test_claude_project_install_merges_and_uninstall_restores_the_users_file(
+    repo: Path,
+) -> None:
+    settings = repo / ".claude/settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps(USERS_OWN, indent=2))
+    res = run_guards("install", "--claude", "--no-aliases", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(settings.read_text())
+    assert our_commands(doc) == {
+        "PreToolUse": ["Bash"],
+        "PostToolUse": ["Bash|Write|Edit|MultiEdit|NotebookEdit"],
+        "SessionStart": [""],
+        "UserPromptSubmit": [""],
+        "SessionEnd": [""],
+    }
+    assert doc["hooks"]["PreToolUse"][0] == USERS_OWN["hooks"]["PreToolUse"][0]
+    assert doc["model"] == "opus" and doc["permissions"] == USERS_OWN["permissions"]
+    again = run_guards("install", "--claude", "--no-aliases", cwd=repo)
+    assert again.stdout == "nothing to do: already set up\n"
+    res = run_guards("uninstall", "--claude", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(settings.read_text()) == USERS_OWN
+
+
+def test_claude_user_install_writes_the_home_settings(repo: Path, hermetic_seal: Path) -> None:
+    res = run_guards("install", "--claude", "--user", "--no-aliases", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    settings = hermetic_seal / ".claude/settings.json"
+    hook = json.loads(settings.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]
+    assert hook["type"] == "command"
+    assert hook["command"].endswith("-m guards.commands.agent_hook claude")
+    assert not (repo / ".claude").exists()
+    assert run_guards("uninstall", "--claude", "--user", cwd=repo).returncode == 0
+    assert json.loads(settings.read_text()) == {}
+
+
+def test_codex_install_writes_hooks_json_with_apply_patch(repo: Path) -> None:
+    res = run_guards("install", "--codex", "--no-aliases", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads((repo / ".codex/hooks.json").read_text())
+    assert our_commands(doc)["PostToolUse"] == ["Bash|apply_patch"]
+    assert "SessionEnd" not in doc["hooks"]
+    assert doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"].endswith("agent_hook codex")
+
+
+def test_plain_uninstall_also_takes_our_project_hooks_out(repo: Path) -> None:
+    assert run_guards("install", "--claude", "--codex", cwd=repo).returncode == 0
+    res = run_guards("uninstall", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    assert json.loads((repo / ".claude/settings.json").read_text()) == {}
+    assert json.loads((repo / ".codex/hooks.json").read_text()) == {}
+
+
+def test_dry_run_shows_the_plan_and_writes_nothing(repo: Path) -> None:
+    res = run_guards("install", "--claude", "--no-aliases", "--dry-run", cwd=repo)
+    assert res.returncode == 0
+    assert "would add the guards claude hooks" in res.stdout
+    assert not (repo / ".claude").exists()
+
+
+def test_invalid_settings_are_left_alone_with_a_one_line_error(repo: Path) -> None:
+    settings = repo / ".claude/settings.json"
+    settings.parent.mkdir()
+    settings.write_text("{ not json")
+    res = run_guards("install", "--claude", "--no-aliases", cwd=repo)
+    assert res.returncode != 0
+    assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
+    assert settings.read_text() == "{ not json"
+
+
+def test_remove_keeps_a_users_hook_that_shares_a_group_with_ours() -> None:
+    doc: dict[str, Any] = {
+        "hooks": {
+            "PostToolUse": [
+                {
+                    "matcher": "Write",
+                    "hooks": [
+                        {"type": "command", "command": "prettier --write"},
+                        {"type": "command", "command": "guards agent-hook claude"},
+                    ],
+                }
+            ]
+        }
+    }
+    assert harness_settings.remove(doc) == ["PostToolUse"]
+    assert doc == {
+        "hooks": {
+            "PostToolUse": [
+                {"matcher": "Write", "hooks": [{"type": "command", "command": "prettier --write"}]}
+            ]
+        }
+    }
+
+
+def test_outside_a_repository_harness_hooks_go_to_the_user(
+    tmp_path: Path, hermetic_seal: Path
+) -> None:
+    res = run_guards("install", "--codex", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert (hermetic_seal / ".codex/hooks.json").exists()
