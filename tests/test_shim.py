@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -14,7 +13,7 @@ import pytest
 
 from guards.cmdline import DESTRUCTIVE_SUBCOMMANDS
 from guards.installation import shim_text
-from tests.conftest import PROJECT_ROOT, git, run_guards
+from tests.conftest import git, run_guards
 from tests.guarded import install_aliases, install_shim, run_via
 
 BOB = {"GUARDS_SESSION": "bob"}
@@ -235,7 +234,9 @@ DESTRUCTIVE_FORMS = {
 }
 
 
-def test_shim_routes_every_destructive_subcommand_to_guards(busy_repo: Path, tmp_path: Path) -> None:
+def test_shim_routes_every_destructive_subcommand_to_guards(
+    busy_repo: Path, tmp_path: Path
+) -> None:
     assert set(DESTRUCTIVE_FORMS) == DESTRUCTIVE_SUBCOMMANDS
     directory = tmp_path / "nopython"
     directory.mkdir()
@@ -248,7 +249,12 @@ def test_shim_routes_every_destructive_subcommand_to_guards(busy_repo: Path, tmp
             res = run_via("shim", form, busy_repo, shim_dir=directory)
             assert res.returncode == 20 and b"guards cannot run" in res.stderr, (sub, form)
     # The harmless forms of the same commands do not need guards at all.
-    for args in (["stash", "list"], ["branch", "-v"], ["worktree", "list"], ["submodule", "status"]):
+    for args in (
+        ["stash", "list"],
+        ["branch", "-v"],
+        ["worktree", "list"],
+        ["submodule", "status"],
+    ):
         assert run_via("shim", args, busy_repo, shim_dir=directory).returncode == 0, args
 
 

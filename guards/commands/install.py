@@ -110,6 +110,7 @@ def _hook_steps(repo: Repo, *, install: bool) -> list[Step]:
     lines = change(repo, dry_run=True)
     if not lines:
         return []
+
     def apply() -> None:
         change(repo, dry_run=False)
 
