@@ -6,6 +6,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -19,8 +20,15 @@ BENCH_ENV = {
 }
 
 
+_PYCACHE = tempfile.mkdtemp(prefix="guards-bench-pyc-")
+
+
 def env(**extra: str) -> dict[str, str]:
+    """A clean environment; bytecode is cached (as in any real install) even where the
+    machine sets PYTHONDONTWRITEBYTECODE, else every run would pay for compiling."""
     e = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "GUARDS_"))}
+    e.pop("PYTHONDONTWRITEBYTECODE", None)
+    e["PYTHONPYCACHEPREFIX"] = _PYCACHE
     e.update(BENCH_ENV)
     e.update(extra)
     return e

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from guards import git
@@ -872,3 +873,18 @@ def could_destroy(cmd: GitCommand) -> bool:
     if sub == "sparse-checkout":
         return bool(args) and args[0] in ("set", "reapply", "init")
     return True
+
+
+@contextmanager
+def command_environment(cmd: GitCommand) -> Iterator[None]:
+    """Our own git queries see the repository the command will see (``--git-dir`` & co)."""
+    saved = {k: os.environ.get(k) for k in cmd.env}
+    os.environ.update(cmd.env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import enum
 
+#: Setting this to 1 makes the shim and ``guards run`` hand every command to git untouched.
+DISABLE_ENV = "GUARDS_DISABLE"
+#: The last-resort override every refusal of a guarded git command names.
+OVERRIDE_HINT = f"to run git without guards: {DISABLE_ENV}=1"
+
 
 class ExitCode(enum.IntEnum):
     """Every exit status guards itself chooses (a guarded git passes git's own through)."""

@@ -7,10 +7,7 @@ The caller's own work (``mine``) is destroyed as asked. Nothing at risk: nothing
 
 from __future__ import annotations
 
-import os
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -19,15 +16,11 @@ from guards.attribution import Ownership, classify
 from guards.blast import BlastRadius
 from guards.cmdline import GitCommand
 from guards.dirty import read_dirty
-from guards.errors import RefusedError
+from guards.errors import OVERRIDE_HINT, RefusedError
 from guards.workspace import Workspace
 
 if TYPE_CHECKING:
     from guards.rescue import RescueResult
-
-#: Setting this to 1 makes the shim and ``guards run`` hand every command to git untouched.
-DISABLE_ENV = "GUARDS_DISABLE"
-OVERRIDE_HINT = f"to run git without guards: {DISABLE_ENV}=1"
 
 
 @dataclass(frozen=True)
@@ -35,21 +28,6 @@ class AtRisk:
     path: str
     owner: str | None
     ownership: Ownership
-
-
-@contextmanager
-def command_environment(cmd: GitCommand) -> Iterator[None]:
-    """Our own git queries see the repository the command will see (``--git-dir`` & co)."""
-    saved = {k: os.environ.get(k) for k in cmd.env}
-    os.environ.update(cmd.env)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def describe(cmd: GitCommand) -> str:

@@ -1250,9 +1250,9 @@ def _guard_call(
         # of that work tree is at risk.
         _guard_everything(cmd.cwd, cmd_env, call.text(), verdict, guarded_everything, cmd=cmd)
         return True
-    from guards import blast, guard
+    from guards import blast, cmdline, guard
 
-    with guard.command_environment(cmd):
+    with cmdline.command_environment(cmd):
         radius = blast.blast_radius(cmd)
         if not radius.empty():
             _report(guard.protect(cmd, radius, report=False), verdict)
@@ -1279,7 +1279,7 @@ def _guard_everything(
     cmd: GitCommand | None = None,
 ) -> None:
     """Rescue all dirty work of the repository at ``cwd`` not provably the caller's."""
-    from guards import guard
+    from guards import cmdline, guard
     from guards.blast import BlastRadius
     from guards.cmdline import GitCommand
     from guards.repo import NotARepositoryError, discover
@@ -1315,7 +1315,7 @@ def _guard_everything(
             env=dict(env),
         )
     radius = BlastRadius(worktree=toplevel, losses=[], everything=True)
-    with guard.command_environment(cmd):
+    with cmdline.command_environment(cmd):
         _report(guard.protect(cmd, radius, report=False), verdict)
 
 

@@ -8,21 +8,22 @@ guards_python=@GUARDS_PYTHON@
 guards_shim_dir=@GUARDS_SHIM_DIR@
 
 # The real git: $GUARDS_REAL_GIT, else the next `git` on PATH that is not a guards shim
-# (a directory holding a shim also holds a `.guards-shim` marker; stat is cheaper than read).
+# (a directory holding a shim also holds a `.guards-shim` marker: a stat, cheaper than a
+# read). Empty PATH entries (the current directory) are never searched for git.
 guards_git=${GUARDS_REAL_GIT:-}
 if [ -z "$guards_git" ]; then
-  guards_rest=$PATH
-  while [ -n "$guards_rest" ]; do
-    guards_dir=${guards_rest%%:*}
-    case $guards_rest in *:*) guards_rest=${guards_rest#*:} ;; *) guards_rest= ;; esac
-    [ -n "$guards_dir" ] || guards_dir=.
-    [ "$guards_dir" = "$guards_shim_dir" ] && continue
-    [ -e "$guards_dir/.guards-shim" ] && continue
-    if [ -f "$guards_dir/git" ] && [ -x "$guards_dir/git" ]; then
+  guards_ifs=$IFS
+  IFS=:
+  set -f
+  for guards_dir in $PATH; do
+    if [ -x "$guards_dir/git" ] && [ -n "$guards_dir" ] && [ "$guards_dir" != "$guards_shim_dir" ] \
+       && [ ! -e "$guards_dir/.guards-shim" ] && [ -f "$guards_dir/git" ]; then
       guards_git=$guards_dir/git
       break
     fi
   done
+  set +f
+  IFS=$guards_ifs
   if [ -z "$guards_git" ]; then
     echo "guards-shim: no real git found on PATH after $guards_shim_dir (set GUARDS_REAL_GIT)" >&2
     exit 127
@@ -31,6 +32,35 @@ fi
 
 [ "${GUARDS_DISABLE:-}" = 1 ] && exec "$guards_git" "$@"
 
+# Find the subcommand behind the global options (options with a separate value are
+# skipped with it; any -c/--config-env may define an alias: let guards look). For stash,
+# branch, worktree and submodule the words after it decide: only their destructive forms
+# pay for Python. Other commands stop the scan at once (`git add` may have 10,000 paths).
+guards_sub=
+guards_next=
+guards_globals=
+guards_skip=
+guards_flag=
+for guards_arg do
+  if [ -n "$guards_sub" ]; then
+    case $guards_sub in
+  "")
+    exec "$guards_git" "$@" ;;
+  add|status|log|diff|show|commit|fetch|push|rev-parse|rev-list|ls-files|ls-tree|ls-remote|\
+  cat-file|config|tag|remote|init|clone|describe|blame|grep|shortlog|for-each-ref|show-ref|\
+  symbolic-ref|update-ref|hash-object|write-tree|commit-tree|diff-index|diff-files|diff-tree|\
+  merge-base|name-rev|reflog|var|version|help|check-ignore|check-attr|bisect|notes|format-patch|\
+  apply|archive|bundle|count-objects|fsck|gc|maintenance|repack|prune|pack-refs|range-diff|\
+  whatchanged|annotate|difftool|mergetool|credential|send-email|request-pull|replace|rerere|\
+  interpret-trailers|column|stripspace|mktree|mktag|verify-commit|verify-tag|show-branch|\
+  cherry|fast-export|fast-import|filter-branch|upload-pack|receive-pack|send-pack|fetch-pack|\
+  index-pack|pack-objects|unpack-objects|update-index|read-tree|checkout-index|hook|\
+  check-ref-format|check-mailmap|citool|gui|instaweb|get-tar-commit-id|bugreport|diagnose)
+    exec "$guards_git" "$@" ;;
+esac
+
+# Only commands that may destroy work (or may be aliases) get this far: what follows is
+# never even parsed by the shell for the everyday ones above.
 guards_run() {
   if [ ! -x "$guards_python" ]; then
     echo "guards-shim: refusing \`git $guards_sub\`: guards cannot run ($guards_python is missing); to run git without guards: GUARDS_DISABLE=1 git ..." >&2
@@ -47,18 +77,7 @@ sys.exit(main(sys.argv[1:]))
 ' "$@"
 }
 
-# Find the subcommand behind the global options (options with a separate value are
-# skipped with it; any -c/--config-env may define an alias: let guards look). For stash,
-# branch, worktree and submodule the words after it decide: only their destructive forms
-# pay for Python. Other commands stop the scan at once (`git add` may have 10,000 paths).
-guards_sub=
-guards_next=
-guards_globals=
-guards_skip=
-guards_flag=
-for guards_arg do
-  if [ -n "$guards_sub" ]; then
-    case $guards_sub in branch|submodule|stash|worktree) ;; *) break ;; esac
+case $guards_sub in branch|submodule|stash|worktree) ;; *) break ;; esac
     [ -z "$guards_next" ] && guards_next=$guards_arg
     case $guards_arg in
       -[DdfMC]*|-[!-]*[DdfMC]*|--de*|--fo*|deinit) guards_flag=1 ;;
@@ -78,14 +97,6 @@ done
 case $guards_sub in
   "")
     exec "$guards_git" "$@" ;;
-  reset|checkout|switch|restore|clean|rm|mv|rebase|pull|merge|cherry-pick|am|revert|sparse-checkout)
-    guards_run "$@" ;;
-  stash)
-    case $guards_next in list|show) ;; *) guards_run "$@" ;; esac ;;
-  worktree)
-    case $guards_next in remove) guards_run "$@" ;; esac ;;
-  branch|submodule)
-    [ -n "$guards_flag" ] && guards_run "$@" ;;
   add|status|log|diff|show|commit|fetch|push|rev-parse|rev-list|ls-files|ls-tree|ls-remote|\
   cat-file|config|tag|remote|init|clone|describe|blame|grep|shortlog|for-each-ref|show-ref|\
   symbolic-ref|update-ref|hash-object|write-tree|commit-tree|diff-index|diff-files|diff-tree|\
@@ -96,7 +107,36 @@ case $guards_sub in
   cherry|fast-export|fast-import|filter-branch|upload-pack|receive-pack|send-pack|fetch-pack|\
   index-pack|pack-objects|unpack-objects|update-index|read-tree|checkout-index|hook|\
   check-ref-format|check-mailmap|citool|gui|instaweb|get-tar-commit-id|bugreport|diagnose)
-    ;;
+    exec "$guards_git" "$@" ;;
+esac
+
+# Only commands that may destroy work (or may be aliases) get this far: the shell never
+# even parses what follows for the everyday commands above.
+guards_run() {
+  if [ ! -x "$guards_python" ]; then
+    echo "guards-shim: refusing \`git $guards_sub\`: guards cannot run ($guards_python is missing); to run git without guards: GUARDS_DISABLE=1 git ..." >&2
+    exit 20
+  fi
+  GUARDS_REAL_GIT=$guards_git exec "$guards_python" -c '
+import sys
+try:
+    from guards.commands.run import main
+except Exception as e:
+    sys.stderr.write("guards-shim: refusing `git %s`: guards cannot run (%s: %s); to run git without guards: GUARDS_DISABLE=1 git ...\n" % (" ".join(sys.argv[1:3]), type(e).__name__, e))
+    sys.exit(20)
+sys.exit(main(sys.argv[1:]))
+' "$@"
+}
+
+case $guards_sub in
+  reset|checkout|switch|restore|clean|rm|mv|rebase|pull|merge|cherry-pick|am|revert|sparse-checkout)
+    guards_run "$@" ;;
+  stash)
+    case $guards_next in list|show) ;; *) guards_run "$@" ;; esac ;;
+  worktree)
+    case $guards_next in remove) guards_run "$@" ;; esac ;;
+  branch|submodule)
+    [ -n "$guards_flag" ] && guards_run "$@" ;;
   *)
     # Not a built-in this shim knows: maybe an alias (which may expand to anything).
     if [ -n "$guards_globals" ] || [ -n "${GIT_CONFIG_COUNT:-}" ] \

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from guards import git
-from guards.errors import ExitCode, GuardsError, UsageError
+from guards.errors import DISABLE_ENV, OVERRIDE_HINT, ExitCode, GuardsError, UsageError
 from guards.output import error
 
 if TYPE_CHECKING:
@@ -50,8 +50,6 @@ def main(argv: Sequence[str]) -> int:
         return ExitCode.OK
     if args[:1] == ["--"]:
         args = args[1:]
-    from guards.guard import DISABLE_ENV, OVERRIDE_HINT
-
     if os.environ.get(DISABLE_ENV) == "1":
         exec_git(args)
     _enter_alias_prefix()
@@ -82,12 +80,14 @@ def _guard(args: list[str]) -> None:
         return  # git rejects this command line itself, before it touches anything
     if not cmdline.could_destroy(cmd):
         return
-    from guards import blast, guard
+    from guards import blast
 
-    with guard.command_environment(cmd):
+    with cmdline.command_environment(cmd):
         radius = blast.blast_radius(cmd)
         if radius.empty():
-            return
+            return  # the common case: the decision machinery is never even imported
+        from guards import guard
+
         guard.protect(cmd, radius)
 
 
