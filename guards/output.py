@@ -32,24 +32,25 @@ _ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
 
 
 def show_path(path: str) -> str:
-    """A path as one safe terminal token, quoted C-style like git does when needed."""
+    """A path as one safe terminal token: quoted C-style like git when it holds control
+    characters, quotes, backslashes or bytes that are not UTF-8 (readable UTF-8 stays as
+    it is, as with git's ``core.quotePath=false``)."""
     raw = os.fsencode(path)
-    needs_quotes = (
-        any(b < 0x20 or b == 0x7F or b >= 0x80 for b in raw) or '"' in path or "\\" in path
-    )
-    if not needs_quotes:
-        return path
     try:
-        raw.decode("utf-8")
-        printable_utf8 = True
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        printable_utf8 = False
+        text = None
+    if text is not None and text.isprintable() and '"' not in text and "\\" not in text:
+        return path
     out = []
-    for ch in os.fsdecode(raw) if printable_utf8 else raw.decode("latin-1"):
+    for ch in text if text is not None else raw.decode("latin-1"):
         if ch in _ESCAPES:
             out.append(_ESCAPES[ch])
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F or (not printable_utf8 and ord(ch) >= 0x80):
-            out.append(f"\\{ord(ch):03o}")
+        elif text is None and ord(ch) >= 0x80:
+            out.append(f"\\{ord(ch):03o}")  # a byte that is not UTF-8
+        elif not ch.isprintable():
+            # control characters and invisible ones (e.g. U+202E) that could fool a reader
+            out.append("".join(f"\\{b:03o}" for b in ch.encode("utf-8")))
         else:
             out.append(ch)
     return '"' + "".join(out) + '"'

@@ -13,7 +13,7 @@ def test_demo_shows_rescue_and_restore(tmp_path: Path) -> None:
     out = res.stdout
     assert "[bob] $ git safe-reset --hard" in out
     assert "guards: rescued 2 paths of session alice to refs/rescue/alice/" in out
-    assert "[alice] $ guards rescue restore refs/rescue/alice/" in out
+    assert "[alice] $ guards rescue restore --index refs/rescue/alice/" in out
     assert "Discounts: agreed with finance" in out.split("cat NOTES.md", 1)[1]
     assert list(tmp_path.iterdir()) == []  # the scratch repository is gone
 

@@ -74,30 +74,92 @@ def test_callers_own_work_is_discarded_as_asked_without_a_rescue(
     assert (repo / "README").read_text() == "hello\n"
 
 
+DESTRUCTIVE = [
+    (["checkout", "--", "."], ["README", "src/app.py"]),
+    (["restore", "."], ["README", "src/app.py"]),
+    (["restore", "--source=other", "--staged", "--worktree", "."], ["README", "src/app.py"]),
+    (["clean", "-fd"], ["alice-new.txt"]),
+    (["clean", "-fdx"], ["alice-new.txt", "build.log"]),
+    (["stash"], ["README", "src/app.py"]),
+    (["stash", "-u"], ["README", "alice-new.txt", "src/app.py"]),
+    (["stash", "push", "--include-u"], ["README", "alice-new.txt", "src/app.py"]),
+    (["switch", "-f", "other"], ["README", "src/app.py"]),
+    (["switch", "--disc", "other"], ["README", "src/app.py"]),
+    (["checkout", "-f", "other"], ["README", "src/app.py"]),
+    (["reset", "--ha"], ["README", "src/app.py"]),
+    (["rm", "-f", "README"], ["README"]),
+    (["mv", "-f", "src/app.py", "README"], ["README"]),
+    (["-c", "alias.tidy=reset --hard", "tidy"], ["README", "src/app.py"]),
+]
+
+
+def _ways(args: list[str]) -> list[str]:
+    sub = next(a for a in args if not a.startswith("-") and "=" not in a)
+    aliased = sub in {"reset", "stash", "switch", "checkout", "restore", "clean"}
+    return ["guards-run", "shim", *(["alias"] if aliased and args[0] == sub else [])]
+
+
 @pytest.mark.parametrize(
-    ("args", "lost"),
-    [
-        (["checkout", "--", "."], ["README", "src/app.py"]),
-        (["restore", "."], ["README", "src/app.py"]),
-        (["clean", "-fd"], ["alice-new.txt"]),
-        (["stash"], ["README", "src/app.py"]),
-        (["stash", "-u"], ["README", "alice-new.txt", "src/app.py"]),
-        (["switch", "-f", "other"], ["README", "src/app.py"]),
-        (["checkout", "-f", "other"], ["README", "src/app.py"]),
-        (["rm", "-f", "README"], ["README"]),
-    ],
+    ("args", "lost", "way"),
+    [(args, lost, way) for args, lost in DESTRUCTIVE for way in _ways(args)],
+    ids=lambda v: " ".join(v) if isinstance(v, list) and v and v[0] != "README" else None,
 )
 def test_destructive_commands_rescue_other_writers_work(
-    shared: Path, args: list[str], lost: list[str]
+    shared: Path, tmp_path: Path, args: list[str], lost: list[str], way: str
 ) -> None:
+    (shared / ".gitignore").write_text("*.log\n")
+    (shared / "build.log").write_text("someone's ignored log\n")
     before = {p: (shared / p).read_text() for p in lost}
-    res = run_via("guards-run", args, shared, env=BOB)
+    shim = install_shim(tmp_path / "shim")
+    res = run_via(way, args, shared, shim_dir=shim, env=BOB)
     assert res.returncode == 0, res.stderr
     refs = rescue_refs(shared)
     assert refs, res.stderr
     for path, content in before.items():
         holders = [r for r in refs if git(shared, "ls-tree", "--name-only", r, "--", path).strip()]
         assert any(content_at(shared, r, path) == content for r in holders), path
+
+
+def test_rebase_autostash_rescues_before_the_stash_dance(shared: Path) -> None:
+    (shared / "t").write_text("t\n")
+    git(shared, "add", "t")
+    git(shared, "stash", "push", "-q", "--", "t")  # keep the tree's other dirt as it is
+    res = run_via("guards-run", ["rebase", "--autostash", "other"], shared, env=BOB)
+    assert res.returncode == 0, res.stderr
+    refs = rescue_refs(shared)
+    assert any(content_at(shared, r, "README") == "alice's afternoon\n" for r in refs), refs
+
+
+def test_worktree_remove_force_rescues_the_removed_worktrees_work(
+    repo: Path, tmp_path: Path
+) -> None:
+    wt = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", str(wt))
+    (wt / "README").write_text("work in the other worktree\n")
+    (wt / "scratch.txt").write_text("untracked there\n")
+    res = run_via("guards-run", ["worktree", "remove", "--force", str(wt)], repo, env=BOB)
+    assert res.returncode == 0, res.stderr
+    assert not wt.exists()
+    refs = rescue_refs(repo)
+    assert any(content_at(repo, r, "README") == "work in the other worktree\n" for r in refs)
+    assert any(content_at(repo, r, "scratch.txt") == "untracked there\n" for r in refs)
+
+
+def test_merge_abort_rescues_work_it_would_reset(repo: Path) -> None:
+    git(repo, "checkout", "-q", "-b", "side")
+    (repo / "README").write_text("side\n")
+    git(repo, "commit", "-qam", "side")
+    git(repo, "checkout", "-q", "main")
+    (repo / "README").write_text("main\n")
+    git(repo, "commit", "-qam", "main")
+    git(repo, "merge", "side", check=False)
+    (repo / "README").write_text("resolved by hand, not yet added\n")
+    res = run_via("guards-run", ["merge", "--abort"], repo, env=BOB)
+    assert res.returncode in (0, 128), res.stderr
+    refs = rescue_refs(repo)
+    assert any(
+        content_at(repo, r, "README") == "resolved by hand, not yet added\n" for r in refs
+    ), res.stderr
 
 
 def test_stash_drop_keeps_the_dropped_entry_reachable(shared: Path) -> None:

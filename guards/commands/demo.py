@@ -132,7 +132,7 @@ def tour(t: Transcript, repo: Path) -> None:
     t.guards(f"rescue show {ref}", session="alice")
 
     t.say("alice gets her work back.")
-    t.guards(f"rescue restore {ref}", session="alice")
+    t.guards(f"rescue restore --index {ref}", session="alice")
     t.git("status --short", session="alice")
     t.run("cat NOTES.md", ["cat", "NOTES.md"], session="alice")
     print(

@@ -1,0 +1,38 @@
+"""How guards talks: colour only on a terminal and never with NO_COLOR; safe paths; ages."""
+
+from __future__ import annotations
+
+import io
+import os
+
+import pytest
+
+from guards import output
+
+
+class FakeTty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_colour_only_on_a_terminal_and_never_with_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TERM", "xterm")
+    assert output.paint("x", "1", FakeTty()) == "\033[1mx\033[0m"
+    assert output.paint("x", "1", io.StringIO()) == "x"
+    monkeypatch.setenv("NO_COLOR", "")
+    assert output.paint("x", "1", FakeTty()) == "x"
+
+
+def test_show_path_quotes_like_git() -> None:
+    assert output.show_path("plain/name.txt") == "plain/name.txt"
+    assert output.show_path("new\nline") == '"new\\nline"'
+    assert output.show_path('quote"d') == '"quote\\"d"'
+    assert output.show_path(os.fsdecode(b"caf\xe9")) == '"caf\\351"'
+    assert output.show_path("ünï") == "ünï"
+    assert output.show_path("evil\u202etxt.exe") == '"evil\\342\\200\\256txt.exe"'
+
+
+def test_age_reads_like_a_person() -> None:
+    assert output.age(None) == "-"
+    assert output.age(100.0, now=100.0 + 125) == "2 min ago"
+    assert output.age(0.0, now=3 * 7 * 86400.0) == "3 weeks ago"
