@@ -43,41 +43,7 @@ guards_skip=
 guards_flag=
 for guards_arg do
   if [ -n "$guards_sub" ]; then
-    case $guards_sub in
-  "")
-    exec "$guards_git" "$@" ;;
-  add|status|log|diff|show|commit|fetch|push|rev-parse|rev-list|ls-files|ls-tree|ls-remote|\
-  cat-file|config|tag|remote|init|clone|describe|blame|grep|shortlog|for-each-ref|show-ref|\
-  symbolic-ref|update-ref|hash-object|write-tree|commit-tree|diff-index|diff-files|diff-tree|\
-  merge-base|name-rev|reflog|var|version|help|check-ignore|check-attr|bisect|notes|format-patch|\
-  apply|archive|bundle|count-objects|fsck|gc|maintenance|repack|prune|pack-refs|range-diff|\
-  whatchanged|annotate|difftool|mergetool|credential|send-email|request-pull|replace|rerere|\
-  interpret-trailers|column|stripspace|mktree|mktag|verify-commit|verify-tag|show-branch|\
-  cherry|fast-export|fast-import|filter-branch|upload-pack|receive-pack|send-pack|fetch-pack|\
-  index-pack|pack-objects|unpack-objects|update-index|read-tree|checkout-index|hook|\
-  check-ref-format|check-mailmap|citool|gui|instaweb|get-tar-commit-id|bugreport|diagnose)
-    exec "$guards_git" "$@" ;;
-esac
-
-# Only commands that may destroy work (or may be aliases) get this far: what follows is
-# never even parsed by the shell for the everyday ones above.
-guards_run() {
-  if [ ! -x "$guards_python" ]; then
-    echo "guards-shim: refusing \`git $guards_sub\`: guards cannot run ($guards_python is missing); to run git without guards: GUARDS_DISABLE=1 git ..." >&2
-    exit 20
-  fi
-  GUARDS_REAL_GIT=$guards_git exec "$guards_python" -c '
-import sys
-try:
-    from guards.commands.run import main
-except Exception as e:
-    sys.stderr.write("guards-shim: refusing `git %s`: guards cannot run (%s: %s); to run git without guards: GUARDS_DISABLE=1 git ...\n" % (" ".join(sys.argv[1:3]), type(e).__name__, e))
-    sys.exit(20)
-sys.exit(main(sys.argv[1:]))
-' "$@"
-}
-
-case $guards_sub in branch|submodule|stash|worktree) ;; *) break ;; esac
+    case $guards_sub in branch|submodule|stash|worktree) ;; *) break ;; esac
     [ -z "$guards_next" ] && guards_next=$guards_arg
     case $guards_arg in
       -[DdfMC]*|-[!-]*[DdfMC]*|--de*|--fo*|deinit) guards_flag=1 ;;
