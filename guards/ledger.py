@@ -93,6 +93,9 @@ class Ledger:
 
         Raises :class:`LedgerUnreadableError` (after keeping a corrupt file aside).
         """
+        return self._read(locked=False)
+
+    def _read(self, *, locked: bool) -> LedgerData:
         try:
             raw = self.path.read_bytes()
         except FileNotFoundError:
@@ -101,9 +104,9 @@ class Ledger:
             raise LedgerUnreadableError(
                 f"ledger {self.path} is unreadable ({e.strerror}); ownership is unknown"
             ) from e
-        return self._parse(raw)
+        return self._parse(raw, locked)
 
-    def _parse(self, raw: bytes) -> LedgerData:
+    def _parse(self, raw: bytes, locked: bool = False) -> LedgerData:
         try:
             doc = json.loads(raw)
             schema = doc.get("schema") if isinstance(doc, dict) else None
@@ -116,19 +119,20 @@ class Ledger:
             if schema != SCHEMA:
                 raise ValueError(f"schema is {schema!r}, expected {SCHEMA}")
             return LedgerData.from_json(doc)
-        except (ValueError, UnicodeDecodeError) as e:
-            aside = self._keep_aside(raw)
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:
+            aside = self._keep_aside(raw, locked)
             raise LedgerUnreadableError(
                 f"ledger {self.path} was corrupt ({_short(e)}); kept aside as {aside.name}, "
                 f"ownership is unknown until sessions record again"
             ) from e
 
-    def _keep_aside(self, raw: bytes) -> Path:
-        """Move a corrupt ledger out of the way, once, under the lock."""
+    def _keep_aside(self, raw: bytes, locked: bool = False) -> Path:
+        """Move a corrupt ledger out of the way, once, under the lock (``locked``: the
+        caller holds it already; taking it again would wait for ourselves)."""
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         aside = self.directory / f"{LEDGER_FILE}{CORRUPT_SUFFIX}{stamp}-{os.getpid()}"
         try:
-            with self._lock():
+            with contextlib.nullcontext() if locked else self._lock():
                 try:
                     current = self.path.read_bytes()
                 except FileNotFoundError:
@@ -160,7 +164,7 @@ class Ledger:
         """
         self._ensure_directory()
         with self._lock():
-            data = self.read()
+            data = self._read(locked=True)
             yield data
             self._write(data)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,8 @@ _DISCOVERY_FLAGS = (
 )
 #: How many lines the flags above print (``--path-format`` prints nothing).
 _DISCOVERY_LINES = 7
+#: The oldest git guards works with (``rev-parse --path-format`` came in 2.31).
+MIN_GIT = (2, 31)
 
 
 class NotARepositoryError(GuardsError):
@@ -29,6 +32,10 @@ class NotARepositoryError(GuardsError):
 
 class NoWorkTreeError(GuardsError):
     exit_code = ExitCode.USAGE
+
+
+class GitTooOldError(GuardsError):
+    exit_code = ExitCode.UNKNOWN_STATE
 
 
 @dataclass(frozen=True)
@@ -120,12 +127,14 @@ def discover(cwd: str | os.PathLike[str] | None = None) -> Repo:
     if lines and lines[-1] == b"":
         lines.pop()
     if res.returncode != 0 and len(lines) < _DISCOVERY_LINES - 1:
+        check_git_version()
         msg = res.stderr.decode("utf-8", "replace").strip().splitlines()
         raise NotARepositoryError(
             (msg[-1] if msg else "not a git repository").removeprefix("fatal: ")
         )
     if len(lines) not in (_DISCOVERY_LINES - 1, _DISCOVERY_LINES):
         # A path holding a newline: ask for each value on its own.
+        check_git_version()
         lines = [
             _single(flag, cwd) for flag in _DISCOVERY_FLAGS if flag != "--path-format=absolute"
         ]
@@ -139,6 +148,19 @@ def discover(cwd: str | os.PathLike[str] | None = None) -> Repo:
         is_bare=bare == b"true",
         object_format=fmt.decode() or "sha1",
     )
+
+
+def check_git_version() -> None:
+    """Raise a clear error when git is older than :data:`MIN_GIT` (checked only when
+    discovery went wrong: an old git fails there first)."""
+    res = git.run(["version"], check=False, readonly=False)
+    text = res.stdout.decode("utf-8", "replace").strip()
+    m = re.match(r"git version (\d+)\.(\d+)", text)
+    if m is not None and (int(m.group(1)), int(m.group(2))) < MIN_GIT:
+        raise GitTooOldError(
+            f"{text} ({git.real_git()}) is too old: guards needs git >= "
+            f"{MIN_GIT[0]}.{MIN_GIT[1]}; upgrade git or point GUARDS_REAL_GIT at a newer one"
+        )
 
 
 def _single(flag: str, cwd: str | os.PathLike[str] | None) -> bytes:

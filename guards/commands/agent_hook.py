@@ -64,7 +64,7 @@ def main(harness: str, raw: bytes) -> int:
     """Answer one hook event; never raises, never prints a traceback."""
     try:
         event = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as e:
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
         return _malformed(raw, f"hook input is not JSON ({e.__class__.__name__})")
     if not isinstance(event, dict):
         return _malformed(raw, "hook input is not a JSON object")
