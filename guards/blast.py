@@ -199,6 +199,9 @@ def context(cmd: GitCommand, at: str | None = None) -> Context | None:
     if len(lines) < 4:
         if b"not a git repository" in res.stderr:
             return None
+        from guards.repo import check_git_version
+
+        check_git_version()
         raise UnknownStateError(
             "cannot find the repository: "
             + (res.stderr.decode("utf-8", "replace").strip().splitlines() or ["git failed"])[-1]
@@ -367,7 +370,11 @@ def read_state(
 
 
 def files_under(toplevel: str, rel_dir: str) -> Iterable[str]:
-    """Every file and symlink below a directory (a nested repository's .git excluded)."""
+    """Every file and symlink below a directory (a nested repository's .git excluded).
+
+    A *file* named ``.git`` is a gitdir link (a submodule's or worktree's pointer, or
+    junk): git can never store that name, so it cannot be rescued as a path; the
+    repository it points to is not deleted with it."""
     base = os.path.join(toplevel, rel_dir)
     for root, dirs, files in os.walk(base):
         if ".git" in dirs:
@@ -378,7 +385,8 @@ def files_under(toplevel: str, rel_dir: str) -> Iterable[str]:
                 files.append(name)
                 dirs.remove(name)
         for name in files:
-            yield posixpath.join(rel_root.replace(os.sep, "/"), name)
+            if name != ".git":
+                yield posixpath.join(rel_root.replace(os.sep, "/"), name)
 
 
 def _hash_work(ctx: Context, entries: list[Entry]) -> None:
@@ -465,10 +473,12 @@ def wi(e: Entry) -> bool:
 
 
 def _occupied_elsewhere(state: State, target: Target) -> set[str]:
-    """X's paths whose work tree slot holds no tracked file: collisions happen there."""
+    """X's paths whose work tree slot holds no tracked file: collisions happen there.
+
+    A gitlink is never such a slot: git leaves a submodule's directory alone."""
     slots: set[str] = set()
     for path, (old, new) in target.diff.items():
-        if new is None:
+        if new is None or new[0] == GITLINK:
             continue
         e = state.entries.get(path)
         if e is None:
@@ -477,7 +487,7 @@ def _occupied_elsewhere(state: State, target: Target) -> set[str]:
         elif e.index is None or e.work is None:
             slots.add(path)
     for e in state.entries.values():
-        if e.path in target.diff or e.head is None:
+        if e.path in target.diff or e.head is None or e.gitlink:
             continue
         if e.index is None or e.work is None:
             slots.add(e.path)
@@ -1020,12 +1030,13 @@ def _stash(ctx: Context, args: list[str]) -> BlastRadius:
         limit = pathspec_args(ctx, o, pathspec)
         state = full if limit is None else read_state(ctx, limit, hash_work=False)
         losses = Losses()
+        # stash records a submodule's commit but never touches the submodule's own work.
         if o.has("staged"):
-            moved(state, losses, tracked=lambda e: e.xy[0] != ".")
+            moved(state, losses, tracked=lambda e: e.xy[0] != "." and not e.gitlink)
         elif o.has("keep-index"):
-            moved(state, losses, tracked=lambda e: e.xy[1] != ".")
+            moved(state, losses, tracked=lambda e: e.xy[1] != "." and not e.gitlink)
         else:
-            moved(state, losses, tracked=lambda e: True)
+            moved(state, losses, tracked=lambda e: not e.gitlink)
         if o.has("include-untracked") or o.has("all"):
             # A nested repository is not stashed: git records no gitlink for it.
             for p in (u for u in state.untracked if not u.endswith("/")):

@@ -202,6 +202,8 @@ class Capture:
     #: unmerged listed paths -> [(stage, entry)]
     stages: dict[str, list[tuple[int, Entry]]] = field(default_factory=dict)
     skip_worktree: set[str] = field(default_factory=set)
+    #: paths whose staged blob was already missing from the object store (HEAD's taken)
+    missing_staged: list[str] = field(default_factory=list)
     _unchanged_states: dict[str, State] = field(default_factory=dict)
     _tmp: Path | None = None
     _base: Path | None = None
@@ -244,7 +246,14 @@ class Capture:
         # What the real index holds vs HEAD (read-only: --cached never refreshes).
         res = _run(repo, ["diff-index", "--cached", "-z", "--no-renames", self.head_tree])
         real_changes = parse_raw_diff(res.stdout)
-        self.index_changes = {p: c for p, c in real_changes.items() if p in listed}
+        # A staged blob that is already missing from the object store holds nothing that
+        # could be lost (nor can any tree hold it): the snapshot takes HEAD's version.
+        self.missing_staged = self._missing_blobs(real_changes)
+        for p in self.missing_staged:
+            real_changes[p] = Change(real_changes[p].old, real_changes[p].old, "M")
+        self.index_changes = {
+            p: c for p, c in real_changes.items() if p in listed and p not in self.missing_staged
+        }
         unmerged = [p for p, c in self.index_changes.items() if c.status == "U"]
         if unmerged:
             self.stages = self._read_stages(unmerged)
@@ -288,7 +297,7 @@ class Capture:
                    self.all_tree]
         )  # fmt: skip
         self.worktree_changes = parse_raw_diff(res.stdout)
-        stray = [p for p in self.worktree_changes if p not in listed]
+        stray = [p for p in self.worktree_changes if p not in listed and not displaced(p, listed)]
         if stray:
             raise SnapshotError(
                 f"snapshot holds unlisted path {stray[0]!r} (the index changed meanwhile?); "
@@ -427,6 +436,21 @@ class Capture:
         self._private(idx, ["update-index", "-z", "--index-info"], b"".join(lines))
         return self._write_tree(idx)
 
+    def _missing_blobs(self, changes: dict[str, Change]) -> list[str]:
+        """Paths whose staged blob does not exist (an index pointing at lost objects)."""
+        staged = {
+            p: c.new.oid
+            for p, c in changes.items()
+            if c.new is not None and c.new.mode != GITLINK and c.status != "U"
+        }
+        if not staged:
+            return []
+        query = "".join(f"{oid}\n" for oid in set(staged.values())).encode()
+        res = _run(self.repo, ["cat-file", "--batch-check=%(objectname)"], stdin=query)
+        lines = res.stdout.splitlines()
+        missing = {line.split()[0].decode() for line in lines if line.endswith(b" missing")}
+        return sorted(p for p, oid in staged.items() if oid in missing)
+
     # -- helpers -------------------------------------------------------------------------
 
     def _private(self, index: Path, args: list[str], stdin: bytes) -> git.Result:
@@ -434,6 +458,16 @@ class Capture:
 
     def _write_tree(self, index: Path) -> str:
         return _run(self.repo, [*_PRIVATE, "write-tree"], index=index).stdout.decode().strip()
+
+
+def displaced(path: str, listed: set[str]) -> bool:
+    """``path`` gave way to a listed path: a file became a directory holding a listed path,
+    or a directory became a listed file. Its change belongs to the listed path's state."""
+    prefix = path + "/"
+    if any(q.startswith(prefix) for q in listed):
+        return True
+    parts = path.split("/")
+    return any("/".join(parts[:i]) in listed for i in range(1, len(parts)))
 
 
 def _run(

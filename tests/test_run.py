@@ -273,3 +273,71 @@ def test_rescue_is_listed(shared: Path) -> None:
     assert res.returncode == 0, res.stderr
     listed = json.loads(res.stdout)["rescues"]
     assert {r["ref"] for r in listed} == set(rescue_refs(shared))
+
+
+# Found by running git's own test scripts (t3903, t7300, t2006, t3600, t3906) through the
+# shim: each is a state where plain git works and guards must not get in the way.
+
+
+def test_a_file_replaced_by_a_directory_does_not_block_stash(repo: Path) -> None:
+    git(repo, "rm", "-q", "README")
+    (repo / "README").mkdir()
+    (repo / "README" / "file").write_text("x\n")
+    res = run_via("guards-run", ["stash", "push"], repo, env=BOB)
+    assert res.returncode == 0, res.stderr
+    assert git(repo, "stash", "list") != ""
+    assert rescue_refs(repo), "the moved work is rescued too"
+
+
+def test_a_dot_git_file_does_not_block_clean(repo: Path) -> None:
+    (repo / "junk").mkdir()
+    (repo / "junk" / ".git").write_text("gitdir: nowhere\n")
+    (repo / "junk" / "f").write_text("f\n")
+    res = run_via("guards-run", ["clean", "-f", "-d"], repo, env=BOB)
+    assert res.returncode == 0, res.stderr
+    assert not (repo / "junk").exists()
+    assert any(content_at(repo, r, "junk/f") == "f\n" for r in rescue_refs(repo))
+
+
+def test_an_index_entry_whose_blob_is_missing_does_not_block_reset(repo: Path) -> None:
+    git(repo, "update-index", "--add", "--cacheinfo", f"100644,{'de' * 20},ghost")
+    (repo / "README").write_text("unknown work\n")
+    res = run_via("guards-run", ["reset", "--hard"], repo, env=BOB)
+    assert res.returncode == 0, res.stderr
+    assert git(repo, "status", "--porcelain") == ""
+    assert any(content_at(repo, r, "README") == "unknown work\n" for r in rescue_refs(repo))
+
+
+@pytest.fixture
+def with_submodule(repo: Path, tmp_path: Path) -> Path:
+    from tests.conftest import make_repo
+
+    make_repo(tmp_path / "upstream", {"s": "sub\n"})
+    git(repo, "submodule", "add", "-q", str(tmp_path / "upstream"), "sub")
+    git(repo, "commit", "-qm", "add sub")
+    return repo
+
+
+def test_stash_leaves_a_dirty_submodule_alone(with_submodule: Path) -> None:
+    repo = with_submodule
+    (repo / "sub" / "s").write_text("dirty inside the submodule\n")
+    (repo / "README").write_text("top-level work\n")
+    res = run_via("guards-run", ["-c", "submodule.recurse=true", "stash", "push"], repo, env=BOB)
+    assert res.returncode == 0, res.stderr
+    assert (repo / "sub" / "s").read_text() == "dirty inside the submodule\n"
+
+
+def test_reset_after_rm_cached_of_a_submodule_keeps_its_checkout(with_submodule: Path) -> None:
+    repo = with_submodule
+    git(repo, "rm", "-q", "--cached", "sub")
+    res = run_via("guards-run", ["reset", "--hard"], repo, env=BOB)
+    assert res.returncode == 0, res.stderr
+    assert (repo / "sub" / "s").read_text() == "sub\n"
+
+
+@pytest.mark.parametrize("pathspec", ["", ":(bogus)x"])
+def test_a_pathspec_git_refuses_is_refused_by_git_itself(repo: Path, pathspec: str) -> None:
+    plain = run_via("plain", ["rm", "-rf", pathspec], repo)
+    guarded = run_via("guards-run", ["rm", "-rf", pathspec], repo, env=BOB)
+    assert guarded.returncode == plain.returncode == 128
+    assert guarded.stderr == plain.stderr

@@ -83,12 +83,29 @@ def _guard(args: list[str]) -> None:
     from guards import blast
 
     with cmdline.command_environment(cmd):
-        radius = blast.blast_radius(cmd)
+        try:
+            radius = blast.blast_radius(cmd)
+        except GuardsError as e:  # a failed read-only query (git's words are in the message)
+            if _rejected_pathspec(str(e)):
+                return  # git rejects the same pathspec itself, before touching anything
+            raise
         if radius.empty():
             return  # the common case: the decision machinery is never even imported
         from guards import guard
 
         guard.protect(cmd, radius)
+
+
+#: git's words for a pathspec it refuses to parse (it does so before doing anything).
+_PATHSPEC_SYNTAX_ERRORS = (
+    "is not a valid pathspec",
+    "Unimplemented pathspec magic",
+    "Invalid pathspec magic",
+)
+
+
+def _rejected_pathspec(message: str) -> bool:
+    return any(words in message for words in _PATHSPEC_SYNTAX_ERRORS)
 
 
 def _enter_alias_prefix() -> None:
