@@ -30,6 +30,7 @@ from typing import Any
 from guards import git
 from guards import session as sessions
 from guards.errors import GuardsError, RefusedError
+from guards.ledger import Ledger
 from guards.output import show_path
 from guards.snapshot import (
     GITLINK,
@@ -52,6 +53,8 @@ UNKNOWN = "unknown"
 NO_HOOKS = ["-c", "core.hooksPath=/dev/null"]
 #: How many paths of one rescue the ledger's log keeps (the commit names them all).
 LOGGED_PATHS = 100
+#: seconds a rescue waits for the ledger lock to log itself before it moves on
+LOG_LOCK_WAIT = 1.0
 #: How many names a one-line message shows before "and N more".
 SHOWN = 3
 
@@ -932,8 +935,12 @@ def log_rescues(ws: Workspace, results: list[RescueResult], *, command: str, now
         }
         for r in results
     ]
+    # The refs hold everything (their trailers); the log only helps doctor and friends.
+    # Waiting long for a busy lock here would hold back the command the user asked for and
+    # widen the window in which another writer's fresh save meets it: wait briefly only.
+    log = Ledger(ws.ledger.directory, lock_timeout=min(ws.ledger.lock_timeout, LOG_LOCK_WAIT))
     try:
-        with ws.ledger.transaction() as data:
+        with log.transaction() as data:
             data.rescues.extend(entries)
     except GuardsError as e:
         warn(f"rescue done but not logged in the ledger ({e}); `guards rescue list` shows it")
