@@ -96,18 +96,38 @@ def fingerprint(path: Path, object_format: str = "sha1", *, with_blob: bool = Tr
     )
 
 
-def still_matches(recorded: Fingerprint, path: Path, object_format: str = "sha1") -> bool:
+def still_matches(
+    recorded: Fingerprint, path: str | os.PathLike[str], object_format: str = "sha1"
+) -> bool:
     """Does ``path`` still hold what was recorded? Cheap stat first, content when needed."""
-    current = fingerprint(path, object_format, with_blob=False)
-    if recorded.deleted or current.deleted:
-        return recorded.deleted and current.deleted
-    if current.mode != recorded.mode or current.size != recorded.size:
+    return _matches(
+        recorded.deleted, recorded.size, recorded.mtime_ns, recorded.mode, recorded.inode,
+        recorded.blob, path, object_format,
+    )  # fmt: skip
+
+
+def _matches(
+    deleted: bool,
+    size: int,
+    mtime_ns: int,
+    mode: int,
+    inode: int,
+    blob: str | None,
+    path: str | os.PathLike[str],
+    object_format: str,
+) -> bool:
+    # Plain values, not dataclasses: this runs once per dirty path on every status/frame.
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return deleted
+    if deleted or st.st_mode != mode or st.st_size != size:
         return False
-    if current.mtime_ns == recorded.mtime_ns and current.inode == recorded.inode:
+    if st.st_mtime_ns == mtime_ns and st.st_ino == inode:
         return True
-    if recorded.blob is None:
+    if blob is None:
         return False
-    return fingerprint(path, object_format).blob == recorded.blob
+    return fingerprint(Path(path), object_format).blob == blob
 
 
 @dataclass(frozen=True)
@@ -152,7 +172,7 @@ UNKNOWN_OWNER = Owner(Ownership.UNKNOWN, None, None)
 
 def classify(
     record: dict[str, Any] | None,
-    path: Path,
+    path: str | os.PathLike[str],
     caller: str | None,
     object_format: str = "sha1",
 ) -> Owner:
@@ -160,10 +180,19 @@ def classify(
     if record is None:
         return UNKNOWN_OWNER
     try:
-        attribution = Attribution.from_json(record)
-    except (TypeError, ValueError, AttributeError):
+        session = record["session"]
+        fp = record["fingerprint"]
+        recorded = float(record["recorded"])
+        if fp.get("deleted"):
+            matches = _matches(True, 0, 0, 0, 0, None, path, object_format)
+        else:
+            matches = _matches(
+                False, int(fp["size"]), int(fp["mtime_ns"]), int(fp["mode"]), int(fp["inode"]),
+                fp.get("blob"), path, object_format,
+            )  # fmt: skip
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return UNKNOWN_OWNER  # a damaged record proves nothing
+    if not session or not isinstance(session, str) or not matches:
         return UNKNOWN_OWNER
-    if not attribution.session or not still_matches(attribution.fingerprint, path, object_format):
-        return UNKNOWN_OWNER
-    ownership = Ownership.MINE if attribution.session == caller else Ownership.FOREIGN
-    return Owner(ownership, attribution.session, attribution.recorded)
+    ownership = Ownership.MINE if session == caller else Ownership.FOREIGN
+    return Owner(ownership, session, recorded)

@@ -97,12 +97,12 @@ def attribute(repo: Repo, dirty: list[DirtyPath], caller: str | None) -> Frame:
         return Frame([], caller, None)
     data, problem = read_ledger_quietly(Ledger(repo.ledger_dir))
     records = data.paths.get(repo.worktree_key, {}) if data is not None else {}
-    top = repo.worktree
+    top = os.fsdecode(repo.worktree)
     entries = []
     for d in dirty:
         record = records.get(d.path)
         owner = (
-            classify(record, top / d.path, caller, repo.object_format)
+            classify(record, os.path.join(top, d.path), caller, repo.object_format)
             if record is not None
             else UNKNOWN_OWNER
         )

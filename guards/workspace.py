@@ -42,9 +42,10 @@ class Workspace:
         if data is None:
             return [UNKNOWN_OWNER for _ in dirty]
         records = data.paths.get(self.repo.worktree_key, {})
-        top = self.repo.worktree
+        top = os.fsdecode(self.repo.worktree)
         fmt = self.repo.object_format
-        return [classify(records.get(d.path), top / d.path, self.caller, fmt) for d in dirty]
+        join = os.path.join  # strings, not Paths: this runs once per dirty path
+        return [classify(records.get(d.path), join(top, d.path), self.caller, fmt) for d in dirty]
 
     def repo_relative(self, user_path: str) -> str:
         """A path as the user typed it (relative to the cwd) -> repository-relative."""

@@ -37,14 +37,14 @@ def collect(ws: Workspace, ignored: bool = False) -> tuple[list[Row], str | None
     owners = ws.owners(dirty, data)
     if data is not None:
         release_stale(ws, data, dirty, ignored_listed=ignored)
-    top = ws.repo.worktree
+    top = os.fsdecode(ws.repo.worktree)
     rows = []
     for d, owner in zip(dirty, owners, strict=True):
         if owner.recorded is not None:
             rows.append(Row(d, owner, owner.recorded, "recorded"))
             continue
         try:
-            rows.append(Row(d, owner, os.lstat(top / d.path).st_mtime, "mtime"))
+            rows.append(Row(d, owner, os.lstat(os.path.join(top, d.path)).st_mtime, "mtime"))
         except OSError:
             rows.append(Row(d, owner, None, None))
     return rows, str(problem) if problem else None
