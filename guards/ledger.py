@@ -5,10 +5,10 @@ linked worktree and never committed. Writers hold a ``filelock`` lock (an OS loc
 writer killed with SIGKILL releases it) and replace the file atomically (temp file,
 fsync, rename, fsync of the directory), so readers need no lock at all.
 
-A ledger guards cannot trust is never silently replaced. A corrupt or truncated one is
-moved aside (``ledger.json.corrupt-<time>``) and reported; one written by a newer guards
-is left in place untouched (moving it would wreck the newer guards' state) and read as
-unknown. Either way every ownership answer becomes "unknown", which means: rescue.
+A ledger guards cannot trust is never silently replaced: a corrupt, truncated or
+newer-schema one is moved aside (``ledger.json.corrupt-<time>-<pid>``, content intact)
+and reported in one line, and every ownership answer becomes "unknown", which means:
+rescue.
 """
 
 from __future__ import annotations
@@ -111,10 +111,11 @@ class Ledger:
             doc = json.loads(raw)
             schema = doc.get("schema") if isinstance(doc, dict) else None
             if isinstance(schema, int) and not isinstance(schema, bool) and schema > SCHEMA:
+                aside = self._keep_aside(raw, locked)
                 raise LedgerUnreadableError(
                     f"ledger {self.path} was written by a newer guards (schema {schema}, "
-                    f"this guards reads {SCHEMA}); left untouched, ownership is unknown: "
-                    f"upgrade guards"
+                    f"this guards reads {SCHEMA}); kept aside as {aside.name}, ownership is "
+                    f"unknown: upgrade guards"
                 )
             if schema != SCHEMA:
                 raise ValueError(f"schema is {schema!r}, expected {SCHEMA}")

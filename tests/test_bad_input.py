@@ -168,15 +168,14 @@ def test_a_truncated_real_ledger_is_kept_aside(world: Path) -> None:
     assert [p.read_bytes() for p in aside] == [raw[: len(raw) // 2]]
 
 
-def test_a_newer_schema_ledger_is_left_untouched(world: Path) -> None:
+def test_a_newer_schema_ledger_is_kept_aside_intact(world: Path) -> None:
     newer = json.dumps({"schema": 99, "future": {"x": 1}}).encode()
     ledger_file(world).write_bytes(newer)
     res = run_guards("status", cwd=world, env=CALLER)
     line = one_line(res)
-    assert res.returncode == 4 and "newer guards" in line
-    res = run_guards("record", "--session", "bob", "notes.txt", cwd=world)
-    assert "newer guards" in one_line(res) and res.returncode == 4
-    assert ledger_file(world).read_bytes() == newer
+    assert res.returncode == 4 and "newer guards" in line and "kept aside" in line
+    (aside,) = ledger_file(world).parent.glob("ledger.json.corrupt-*")
+    assert aside.read_bytes() == newer
 
 
 def test_a_corrupt_ledger_makes_every_owner_unknown_and_a_reset_rescues_everything(

@@ -149,18 +149,20 @@ def test_untrustworthy_ledger_is_kept_aside_and_ownership_becomes_unknown(
     assert aside[0].read_bytes() == content
 
 
-def test_newer_schema_ledger_is_left_untouched_and_read_as_unknown(repo: Path) -> None:
+def test_newer_schema_ledger_is_kept_aside_and_read_as_unknown(repo: Path) -> None:
     (repo / "a").write_text("x")
     newer = json.dumps({"schema": SCHEMA + 1, "sessions": {}, "future": True}).encode()
     ledger_file(repo).parent.mkdir()
     ledger_file(repo).write_bytes(newer)
     res = run_guards("status", "--json", cwd=repo)
     assert res.returncode == 4
-    assert "newer guards" in res.stderr and res.stderr.count("\n") == 1
+    assert "newer guards" in res.stderr and "kept aside" in res.stderr
+    assert res.stderr.count("\n") == 1 and "upgrade guards" in res.stderr
     assert json.loads(res.stdout)["paths"][0]["class"] == "unknown"
-    rec = run_guards("record", "--session", "alice", "a", cwd=repo)
-    assert rec.returncode == 4 and "newer guards" in rec.stderr
-    assert ledger_file(repo).read_bytes() == newer
+    (aside,) = (repo / ".git" / "guards").glob("ledger.json.corrupt-*")
+    assert aside.read_bytes() == newer  # never replaced: its content is intact
+    assert run_guards("record", "--session", "alice", "a", cwd=repo).returncode == 0
+    assert aside.read_bytes() == newer
 
 
 def test_unreadable_ledger_is_reported_not_replaced(repo: Path) -> None:
