@@ -32,18 +32,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import env, generate_repo
+from guards.git import status_args
 
-STATUS = [
-    "git",
-    "--no-optional-locks",
-    "status",
-    "--porcelain=v2",
-    "-z",
-    "--no-renames",
-    "--untracked-files=all",
-    "--ignored=no",
-    "--ignore-submodules=none",
-]
+STATUS = ["git", "--no-optional-locks", *status_args()]
 
 
 def build_repo(root: Path, files: int, modified: int, untracked: int) -> Path:

@@ -312,16 +312,7 @@ def read_state(
     where ``target`` differs from HEAD, and for conflicts. Elsewhere its unknown id
     (``""``) already differs from both the index and HEAD, which is all that matters.
     """
-    args = [
-        "status",
-        "--porcelain=v2",
-        "-z",
-        "--no-renames",
-        "--untracked-files=all",
-        "--ignored=matching",
-        "--ignore-submodules=none",
-    ]
-    out = ctx.out([*args, *(limit or [])], at_prefix=True)
+    out = ctx.out([*git.status_args(ignored=True), *(limit or [])], at_prefix=True)
     state = State(toplevel=ctx.toplevel or "")
     records = git.zsplit(out)
     i = 0

@@ -70,15 +70,7 @@ def read_dirty(
     pathspecs: list[str] | None = None,
 ) -> list[DirtyPath]:
     """Every dirty path of the work tree (untracked files listed one by one)."""
-    args = [
-        "status",
-        "--porcelain=v2",
-        "-z",
-        "--no-renames",
-        "--untracked-files=all",
-        f"--ignored={'matching' if ignored else 'no'}",
-        "--ignore-submodules=none",
-    ]
+    args = git.status_args(ignored=ignored)
     if pathspecs is not None:
         # `status` has no --pathspec-from-file; literal so that `*` in a name is no glob.
         args = ["--literal-pathspecs", *args, "--", *pathspecs]

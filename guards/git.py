@@ -139,6 +139,21 @@ def run(
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
+def status_args(*, ignored: bool = False) -> list[str]:
+    """The one way guards asks for the dirty set: porcelain v2, NUL-separated, no rename
+    detection (a rename is a deletion plus an addition: both are work), every untracked
+    file listed on its own, submodules included. Paths come relative to the top level."""
+    return [
+        "status",
+        "--porcelain=v2",
+        "-z",
+        "--no-renames",
+        "--untracked-files=all",
+        f"--ignored={'matching' if ignored else 'no'}",
+        "--ignore-submodules=none",
+    ]
+
+
 def zsplit(data: bytes) -> list[bytes]:
     """Split NUL-terminated git output into its records."""
     if not data:

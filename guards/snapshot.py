@@ -369,31 +369,11 @@ class Capture:
         return self._unchanged_states.get(path)
 
     def _head_entries(self, paths: list[str]) -> dict[str, State]:
-        """HEAD's entries for ``paths`` (None when absent), in batches."""
-        out: dict[str, State] = dict.fromkeys(paths)
-        wanted = set(paths)
-        for start in range(0, len(paths), 500):
-            chunk = paths[start : start + 500]
-            res = _run(
-                self.repo,
-                [
-                    "--literal-pathspecs",
-                    "ls-tree",
-                    "-r",
-                    "-z",
-                    "--full-tree",
-                    self.head_tree,
-                    "--",
-                    *chunk,
-                ],
-            )
-            for rec in git.zsplit(res.stdout):
-                meta, _, raw = rec.partition(b"\t")
-                p = os.fsdecode(raw)
-                if p in wanted:
-                    mode, _kind, oid = meta.decode().split(" ")
-                    out[p] = Entry(mode, oid)
-        return out
+        """HEAD's entries for ``paths`` (None when absent)."""
+        try:
+            return tree_entries(self.repo, self.head_tree, paths)
+        except git.GitError as e:
+            raise SnapshotError(f"snapshot failed: {e}") from e
 
     def tree(self, paths: Iterable[str], kind: str = "worktree") -> str:
         """HEAD's tree with ``paths`` in their worktree (or index) state, nothing else."""
@@ -458,6 +438,23 @@ class Capture:
 
     def _write_tree(self, index: Path) -> str:
         return _run(self.repo, [*_PRIVATE, "write-tree"], index=index).stdout.decode().strip()
+
+
+def tree_entries(repo: Repo, treeish: str, paths: list[str]) -> dict[str, State]:
+    """``treeish``'s entries for ``paths`` (None when absent), read in batches."""
+    out: dict[str, State] = dict.fromkeys(paths)
+    wanted = set(paths)
+    for start in range(0, len(paths), 500):
+        chunk = paths[start : start + 500]
+        args = ["--literal-pathspecs", "ls-tree", "-r", "-z", "--full-tree", treeish, "--"]
+        res = repo.run([*args, *chunk])
+        for rec in git.zsplit(res.stdout):
+            meta, _, raw = rec.partition(b"\t")
+            p = os.fsdecode(raw)
+            if p in wanted:
+                mode, _kind, oid = meta.decode().split(" ")
+                out[p] = Entry(mode, oid)
+    return out
 
 
 def displaced(path: str, listed: set[str]) -> bool:

@@ -20,19 +20,6 @@ HELP = "print the uncommitted work a new agent turn inherits (nothing when clean
 
 DEFAULT_MAX = 20
 
-#: Exactly what ``guards.dirty.read_dirty`` asks (kept here so that a clean tree needs
-#: neither that module nor repository discovery). Porcelain paths are relative to the
-#: top level whatever the current directory.
-STATUS_ARGS = (
-    "status",
-    "--porcelain=v2",
-    "-z",
-    "--no-renames",
-    "--untracked-files=all",
-    "--ignored=no",
-    "--ignore-submodules=none",
-)
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -60,14 +47,17 @@ def _frame(args: argparse.Namespace) -> None:
     from guards import git
 
     max_paths = _parse_max(args.max)
-    status = git.run(STATUS_ARGS, check=False)
+    # Exactly what guards.dirty.read_dirty asks, without importing it (or discovering the
+    # repository) for a clean tree. Porcelain paths are relative to the top level.
+    status_args = git.status_args()
+    status = git.run(status_args, check=False)
     if status.returncode != 0:
         repo = _repo_or_none()
         if repo is None or repo.toplevel is None:
             if args.json:
                 _dump(None, None, max_paths)
             return  # not a repository, or no work tree: nothing to frame
-        raise git.GitError(STATUS_ARGS, status.returncode, status.stderr)
+        raise git.GitError(status_args, status.returncode, status.stderr)
     if not status.stdout and not args.json:
         return
     from guards import frame

@@ -29,6 +29,7 @@ from guards.snapshot import (
     disk_states,
     filtered_oids,
     index_info_line,
+    tree_entries,
 )
 from guards.workspace import Workspace
 
@@ -252,22 +253,9 @@ def _restore_commands(r: Rescue) -> list[str]:
 
 
 def _tree_states(ws: Workspace, treeish: str | None, paths: list[str]) -> dict[str, State]:
-    out: dict[str, State] = dict.fromkeys(paths)
     if treeish is None or not paths:
-        return out
-    wanted = set(paths)
-    for start in range(0, len(paths), 500):
-        chunk = paths[start : start + 500]
-        res = ws.repo.run(
-            ["--literal-pathspecs", "ls-tree", "-r", "-z", "--full-tree", treeish, "--", *chunk]
-        )
-        for rec in git.zsplit(res.stdout):
-            meta, _, raw = rec.partition(b"\t")
-            p = os.fsdecode(raw)
-            if p in wanted:
-                mode, _kind, oid = meta.decode().split(" ")
-                out[p] = Entry(mode, oid)
-    return out
+        return dict.fromkeys(paths)
+    return tree_entries(ws.repo, treeish, paths)
 
 
 def _index_states(ws: Workspace, paths: list[str]) -> dict[str, State]:
