@@ -39,7 +39,6 @@ def main() -> None:
         repo = Path(tmp) / "repo"
         print(f"generating {opts.files} files ...", flush=True)
         names = generate_repo(repo, opts.files)
-        _quiesce(repo)
         dirty = names[:: max(1, len(names) // opts.dirty)][: opts.dirty]
         _populate(repo, Path(tmp), dirty, opts)
         run_env = env(PYTHONPYCACHEPREFIX=str(Path(tmp) / "pycache"))
@@ -116,14 +115,6 @@ def _populate(repo: Path, tmp: Path, dirty: list[str], opts: argparse.Namespace)
                 "lock_reason": None,
             }
         data.rescues = [{"ref": r, "push": None if i % 3 else "pushed"} for i, r in enumerate(refs)]
-
-
-def _quiesce(repo: Path) -> None:
-    """Let the auto gc that the big commit started finish, and start no other one."""
-    sh(["git", "config", "gc.auto", "0"], repo)
-    deadline = time.monotonic() + 600
-    while (repo / ".git" / "gc.pid").exists() and time.monotonic() < deadline:
-        time.sleep(0.5)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import env, generate_repo, guards_cmd, report, sh
+from benchmarks.common import env, generate_repo, guards_cmd, report
 from guards.attribution import Attribution, fingerprint
 from guards.ledger import Ledger
 
@@ -39,7 +39,6 @@ def main() -> None:
         repo = Path(tmp) / "repo"
         print(f"generating {opts.files} files ...", flush=True)
         names = generate_repo(repo, opts.files)
-        _quiesce(repo)
         dirty = names[:: max(1, len(names) // opts.dirty)][: opts.dirty]
         for rel in dirty:
             (repo / rel).write_text("changed\n")
@@ -123,14 +122,6 @@ def _write_ledger(repo: Path, attributed: list[str], sessions: int) -> None:
         mine = data.paths.setdefault(str(repo.resolve()), {})
         for i, rel in enumerate(attributed):
             mine[rel] = Attribution(f"s{i % sessions}", fingerprint(repo / rel), now).to_json()
-
-
-def _quiesce(repo: Path) -> None:
-    """Let the auto gc that the big commit started finish, and start no other one."""
-    sh(["git", "config", "gc.auto", "0"], repo)
-    deadline = time.monotonic() + 600
-    while (repo / ".git" / "gc.pid").exists() and time.monotonic() < deadline:
-        time.sleep(0.5)
 
 
 if __name__ == "__main__":

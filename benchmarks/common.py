@@ -42,6 +42,8 @@ def generate_repo(path: Path, files: int, per_dir: int = 500) -> list[str]:
     """A committed repository of ``files`` small files; returns their relative paths."""
     path.mkdir(parents=True)
     sh(["git", "init", "-q", "-b", "main"], path)
+    # No auto gc: one started by the big commit would run during the timings.
+    sh(["git", "config", "gc.auto", "0"], path)
     names = []
     for i in range(files):
         rel = f"d{i // per_dir:04d}/f{i:06d}.txt"
