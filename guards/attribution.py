@@ -11,9 +11,8 @@ from __future__ import annotations
 import enum
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 #: Files up to this size also get a content id, so that a touch (new mtime, same bytes)
 #: does not lose the owner. Larger files are compared by their stat data alone.
@@ -26,8 +25,10 @@ class Ownership(str, enum.Enum):
     UNKNOWN = "unknown"
 
 
-@dataclass(frozen=True)
-class Fingerprint:
+# Value types here and in dirty, repo, ledger and config are NamedTuples or plain
+# classes, not dataclasses: importing dataclasses alone costs ~7 ms at every start-up,
+# and the frame and the shim's guarded git start up on every agent turn and command.
+class Fingerprint(NamedTuple):
     deleted: bool = False
     size: int = 0
     mtime_ns: int = 0
@@ -130,8 +131,7 @@ def _matches(
     return fingerprint(Path(path), object_format).blob == blob
 
 
-@dataclass(frozen=True)
-class Attribution:
+class Attribution(NamedTuple):
     session: str
     fingerprint: Fingerprint
     recorded: float
@@ -156,8 +156,7 @@ class Attribution:
         )
 
 
-@dataclass(frozen=True)
-class Owner:
+class Owner(NamedTuple):
     """Who owns a dirty path, as far as guards can tell, relative to a caller."""
 
     ownership: Ownership

@@ -11,9 +11,8 @@ import os
 import re
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from guards.errors import UnknownStateError, UsageError
 
@@ -107,8 +106,7 @@ def _positive_int(value: object) -> int:
     return number
 
 
-@dataclass(frozen=True)
-class Key:
+class Key(NamedTuple):
     name: str
     default: Any
     parse: Callable[[object], Any]

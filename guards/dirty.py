@@ -7,7 +7,7 @@ Renames are not detected, so a rename is a deletion plus an addition: both are w
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from guards import git
 from guards.repo import Repo
@@ -15,8 +15,7 @@ from guards.repo import Repo
 ZERO_MODE = "000000"
 
 
-@dataclass(frozen=True)
-class DirtyPath:
+class DirtyPath(NamedTuple):
     """One path that differs from HEAD in the index or the work tree, or is untracked."""
 
     path: str

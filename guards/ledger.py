@@ -18,7 +18,6 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,16 +37,38 @@ class LedgerLockTimeoutError(UnknownStateError):
     pass
 
 
-@dataclass
 class LedgerData:
-    """The ledger's content. Values are plain JSON so that unknown fields survive."""
+    """The ledger's content. Values are plain JSON so that unknown fields survive.
 
-    sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: worktree top level -> path -> attribution record
-    paths: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
-    rescues: list[dict[str, Any]] = field(default_factory=list)
-    worktrees: dict[str, dict[str, Any]] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)
+    (A plain class, not a dataclass: see guards.attribution on start-up time.)
+    """
+
+    __slots__ = ("extra", "paths", "rescues", "sessions", "worktrees")
+
+    def __init__(
+        self,
+        sessions: dict[str, dict[str, Any]] | None = None,
+        paths: dict[str, dict[str, dict[str, Any]]] | None = None,
+        rescues: list[dict[str, Any]] | None = None,
+        worktrees: dict[str, dict[str, Any]] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.sessions = {} if sessions is None else sessions
+        #: worktree top level -> path -> attribution record
+        self.paths = {} if paths is None else paths
+        self.rescues = [] if rescues is None else rescues
+        self.worktrees = {} if worktrees is None else worktrees
+        self.extra = {} if extra is None else extra
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LedgerData):
+            return NotImplemented
+        return self.to_json() == other.to_json()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return f"LedgerData({self.to_json()!r})"
 
     def to_json(self) -> dict[str, Any]:
         return {

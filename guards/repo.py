@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from guards import git
 from guards.errors import ExitCode, GuardsError
@@ -38,8 +38,7 @@ class GitTooOldError(GuardsError):
     exit_code = ExitCode.UNKNOWN_STATE
 
 
-@dataclass(frozen=True)
-class Repo:
+class Repo(NamedTuple):
     git_dir: Path
     common_dir: Path
     toplevel: Path | None

@@ -9,10 +9,8 @@ from __future__ import annotations
 import enum
 import os
 import re
-import socket
 import subprocess
 import time
-from dataclasses import asdict, dataclass
 
 from guards.errors import UsageError
 
@@ -27,25 +25,62 @@ class Liveness(str, enum.Enum):
     ENDED = "ended"
 
 
-@dataclass
 class Session:
-    id: str
-    label: str = ""
-    host: str = ""
-    pid: int | None = None
-    #: The recorded process's start time: a pid alive with another start time was reused.
-    pid_start: str | None = None
-    worktree: str | None = None
-    started: float = 0.0
-    last_seen: float = 0.0
-    ended: bool = False
+    """A session's ledger record. (A plain class, not a dataclass: the frame imports this
+    module on every agent turn; see guards.attribution on start-up time.)"""
+
+    FIELDS = (
+        "id",
+        "label",
+        "host",
+        "pid",
+        "pid_start",
+        "worktree",
+        "started",
+        "last_seen",
+        "ended",
+    )
+    __slots__ = FIELDS
+
+    def __init__(
+        self,
+        id: str,
+        label: str = "",
+        host: str = "",
+        pid: int | None = None,
+        pid_start: str | None = None,
+        worktree: str | None = None,
+        started: float = 0.0,
+        last_seen: float = 0.0,
+        ended: bool = False,
+    ) -> None:
+        self.id = id
+        self.label = label
+        self.host = host
+        self.pid = pid
+        #: The recorded process's start time: a pid alive with another start time was reused.
+        self.pid_start = pid_start
+        self.worktree = worktree
+        self.started = started
+        self.last_seen = last_seen
+        self.ended = ended
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Session):
+            return NotImplemented
+        return self.to_json() == other.to_json()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return f"Session({self.to_json()!r})"
 
     def to_json(self) -> dict[str, object]:
-        return asdict(self)
+        return {name: getattr(self, name) for name in self.FIELDS}
 
     @classmethod
     def from_json(cls, doc: dict[str, object]) -> Session:
-        known = {f: doc[f] for f in cls.__dataclass_fields__ if f in doc}
+        known = {f: doc[f] for f in cls.FIELDS if f in doc}
         return cls(**known)  # type: ignore[arg-type]
 
     def liveness(self, ttl: float, now: float | None = None) -> Liveness:
@@ -85,6 +120,8 @@ _hostname: str | None = None
 def hostname() -> str:
     global _hostname
     if _hostname is None:
+        import socket  # lazily: the frame asks only for the caller's id
+
         _hostname = socket.gethostname()
     return _hostname
 
