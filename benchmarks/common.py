@@ -90,6 +90,13 @@ def guards_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "guards", *args]
 
 
+def guards_script(*args: str) -> list[str]:
+    """The ``guards`` console script installed next to this interpreter, as users and
+    harness hooks run it (``python -m guards`` when there is none: it also loads runpy)."""
+    script = Path(sys.executable).with_name("guards")
+    return [str(script), *args] if script.is_file() else guards_cmd(*args)
+
+
 def report(title: str, rows: list[tuple[str, float]]) -> None:
     print(f"\n{title}")
     width = max(len(name) for name, _ in rows)

@@ -11,8 +11,12 @@ from __future__ import annotations
 import enum
 import os
 import stat
-from pathlib import Path
-from typing import Any, NamedTuple
+
+from guards.values import Value
+
+TYPE_CHECKING = False  # see guards.values: typing costs start-up time
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Files up to this size also get a content id, so that a touch (new mtime, same bytes)
 #: does not lose the owner. Larger files are compared by their stat data alone.
@@ -25,17 +29,27 @@ class Ownership(str, enum.Enum):
     UNKNOWN = "unknown"
 
 
-# Value types here and in dirty, repo, ledger and config are NamedTuples or plain
-# classes, not dataclasses: importing dataclasses alone costs ~7 ms at every start-up,
-# and the frame and the shim's guarded git start up on every agent turn and command.
-class Fingerprint(NamedTuple):
-    deleted: bool = False
-    size: int = 0
-    mtime_ns: int = 0
-    mode: int = 0
-    inode: int = 0
-    #: git's blob id of the raw bytes (no clean filters), where cheap; else None.
-    blob: str | None = None
+class Fingerprint(Value):
+    """What a path looked like: stat data, and the content's blob id where cheap."""
+
+    __slots__ = ("blob", "deleted", "inode", "mode", "mtime_ns", "size")
+
+    def __init__(
+        self,
+        deleted: bool = False,
+        size: int = 0,
+        mtime_ns: int = 0,
+        mode: int = 0,
+        inode: int = 0,
+        blob: str | None = None,
+    ) -> None:
+        self.deleted = deleted
+        self.size = size
+        self.mtime_ns = mtime_ns
+        self.mode = mode
+        self.inode = inode
+        #: git's blob id of the raw bytes (no clean filters), where cheap; else None.
+        self.blob = blob
 
     def to_json(self) -> dict[str, Any]:
         if self.deleted:
@@ -70,7 +84,7 @@ def blob_id(data: bytes, object_format: str = "sha1") -> str:
     return h.hexdigest()
 
 
-def _content(path: Path, st: os.stat_result) -> bytes | None:
+def _content(path: str | os.PathLike[str], st: os.stat_result) -> bytes | None:
     if stat.S_ISLNK(st.st_mode):
         return os.fsencode(os.readlink(path))
     if stat.S_ISREG(st.st_mode) and st.st_size <= HASH_MAX_SIZE:
@@ -79,7 +93,9 @@ def _content(path: Path, st: os.stat_result) -> bytes | None:
     return None
 
 
-def fingerprint(path: Path, object_format: str = "sha1", *, with_blob: bool = True) -> Fingerprint:
+def fingerprint(
+    path: str | os.PathLike[str], object_format: str = "sha1", *, with_blob: bool = True
+) -> Fingerprint:
     """What ``path`` looks like now (a missing path is a deletion)."""
     try:
         st = os.lstat(path)
@@ -128,15 +144,23 @@ def _matches(
         return True
     if blob is None:
         return False
-    return fingerprint(Path(path), object_format).blob == blob
+    return fingerprint(path, object_format).blob == blob
 
 
-class Attribution(NamedTuple):
-    session: str
-    fingerprint: Fingerprint
-    recorded: float
-    #: how it was learned: "record" (named by the writer or its harness), "turn", "observed"
-    source: str = "record"
+class Attribution(Value):
+    """Session ``session`` wrote a path that looked like ``fingerprint`` at ``recorded``."""
+
+    __slots__ = ("fingerprint", "recorded", "session", "source")
+
+    def __init__(
+        self, session: str, fingerprint: Fingerprint, recorded: float, source: str = "record"
+    ) -> None:
+        self.session = session
+        self.fingerprint = fingerprint
+        self.recorded = recorded
+        #: how it was learned: "record" (named by the writer or its harness), "turn",
+        #: "observed"
+        self.source = source
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -156,14 +180,17 @@ class Attribution(NamedTuple):
         )
 
 
-class Owner(NamedTuple):
+class Owner(Value):
     """Who owns a dirty path, as far as guards can tell, relative to a caller."""
 
-    ownership: Ownership
-    #: The attributed session when the record still matches; None when unknown.
-    session: str | None
-    #: When the attribution was recorded (None when there is none that matches).
-    recorded: float | None
+    __slots__ = ("ownership", "recorded", "session")
+
+    def __init__(self, ownership: Ownership, session: str | None, recorded: float | None) -> None:
+        self.ownership = ownership
+        #: The attributed session when the record still matches; None when unknown.
+        self.session = session
+        #: When the attribution was recorded (None when there is none that matches).
+        self.recorded = recorded
 
 
 UNKNOWN_OWNER = Owner(Ownership.UNKNOWN, None, None)

@@ -11,10 +11,14 @@ import os
 import re
 import sys
 from collections.abc import Callable, Mapping
-from pathlib import Path
-from typing import Any, NamedTuple
 
 from guards.errors import UnknownStateError, UsageError
+from guards.values import Value
+
+TYPE_CHECKING = False  # see guards.values: typing costs start-up time
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 CONFIG_FILE = "config.toml"
 
@@ -106,11 +110,16 @@ def _positive_int(value: object) -> int:
     return number
 
 
-class Key(NamedTuple):
-    name: str
-    default: Any
-    parse: Callable[[object], Any]
-    doc: str
+class Key(Value):
+    """A setting: its name, default, parser (raises ValueError) and one-line doc."""
+
+    __slots__ = ("default", "doc", "name", "parse")
+
+    def __init__(self, name: str, default: Any, parse: Callable[[object], Any], doc: str) -> None:
+        self.name = name
+        self.default = default
+        self.parse = parse
+        self.doc = doc
 
     @property
     def env(self) -> str:
@@ -213,6 +222,8 @@ KEYS: dict[str, Key] = {
 
 
 def user_config_path() -> Path:
+    from pathlib import Path
+
     from platformdirs import user_config_dir  # lazily: the guarded hot path rarely needs it
 
     return Path(user_config_dir("guards")) / CONFIG_FILE
@@ -222,9 +233,10 @@ def repo_config_path(ledger_dir: Path) -> Path:
     return ledger_dir / CONFIG_FILE
 
 
-def _load_toml(path: Path) -> dict[str, Any]:
+def _load_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            data = f.read()
     except FileNotFoundError:
         return {}
     except OSError as e:
@@ -278,7 +290,7 @@ def validate(name: str, value: object, origin: str) -> Any:
         raise UsageError(f"{origin}: bad value {value!r} for {name}: expected {e}") from None
 
 
-def read_file(path: Path) -> dict[str, Any]:
+def read_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A config file's settings, flattened and validated."""
     flat = flatten(_load_toml(path))
     for name, value in flat.items():

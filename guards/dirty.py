@@ -7,28 +7,53 @@ Renames are not detected, so a rename is a deletion plus an addition: both are w
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
 
 from guards import git
-from guards.repo import Repo
+from guards.values import Value
+
+TYPE_CHECKING = False  # see guards.values: typing costs start-up time
+if TYPE_CHECKING:
+    from guards.repo import Repo
 
 ZERO_MODE = "000000"
 
 
-class DirtyPath(NamedTuple):
+class DirtyPath(Value):
     """One path that differs from HEAD in the index or the work tree, or is untracked."""
 
-    path: str
-    #: git's two-letter code: index then work tree (``??`` untracked, ``!!`` ignored,
-    #: ``UU`` and friends for unmerged).
-    xy: str
-    head_mode: str = ZERO_MODE
-    index_mode: str = ZERO_MODE
-    worktree_mode: str = ZERO_MODE
-    head_oid: str = ""
-    index_oid: str = ""
-    #: A gitlink (submodule) entry: ``N...`` when not a submodule.
-    submodule: str = "N..."
+    __slots__ = (
+        "head_mode",
+        "head_oid",
+        "index_mode",
+        "index_oid",
+        "path",
+        "submodule",
+        "worktree_mode",
+        "xy",
+    )
+
+    def __init__(
+        self,
+        path: str,
+        xy: str,
+        head_mode: str = ZERO_MODE,
+        index_mode: str = ZERO_MODE,
+        worktree_mode: str = ZERO_MODE,
+        head_oid: str = "",
+        index_oid: str = "",
+        submodule: str = "N...",
+    ) -> None:
+        self.path = path
+        #: git's two-letter code: index then work tree (``??`` untracked, ``!!`` ignored,
+        #: ``UU`` and friends for unmerged).
+        self.xy = xy
+        self.head_mode = head_mode
+        self.index_mode = index_mode
+        self.worktree_mode = worktree_mode
+        self.head_oid = head_oid
+        self.index_oid = index_oid
+        #: A gitlink (submodule) entry: ``N...`` when not a submodule.
+        self.submodule = submodule
 
     @property
     def untracked(self) -> bool:

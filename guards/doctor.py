@@ -1242,7 +1242,7 @@ def open_context(cwd: str | os.PathLike[str] | None = None) -> tuple[Context, li
             Finding(OK, "repository", "repository", f"repository {where}", data={"bare": False})
         )
     ctx.ledger = Ledger(repo.ledger_dir)
-    ctx.data, ctx.ledger_problem = read_ledger_quietly(ctx.ledger)
+    ctx.data, ctx.ledger_problem = read_ledger_quietly(ctx.ledger.path)
     if ctx.data is not None:
         ctx.sessions = session_states(ctx.data, float(ctx.setting("session.ttl")), now)
     return ctx, findings

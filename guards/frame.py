@@ -10,13 +10,16 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any
 
 from guards.attribution import UNKNOWN_OWNER, Owner, Ownership, classify
 from guards.dirty import DirtyPath, read_dirty
-from guards.ledger import SCHEMA, Ledger, LedgerData
+from guards.ledger import LEDGER_FILE, SCHEMA, LedgerData
 from guards.output import age, iso, show_path
 from guards.repo import Repo
+
+TYPE_CHECKING = False  # see guards.values: typing costs start-up time
+if TYPE_CHECKING:
+    from typing import Any
 
 CLOSING = (
     "You did not necessarily make these. Do not assume they are yours, and do not\n"
@@ -50,7 +53,7 @@ class Frame:
         self.ledger_problem = ledger_problem
 
 
-def read_ledger_quietly(ledger: Ledger) -> tuple[LedgerData | None, str | None]:
+def read_ledger_quietly(path: str | os.PathLike[str]) -> tuple[LedgerData | None, str | None]:
     """The ledger without side effects: no lock, no keeping a corrupt file aside.
 
     :meth:`Ledger.read` moves a corrupt file aside under the lock; the frame must never
@@ -58,27 +61,28 @@ def read_ledger_quietly(ledger: Ledger) -> tuple[LedgerData | None, str | None]:
     data (empty when there is no ledger yet) or the reason it cannot be trusted.
     """
     try:
-        raw = ledger.path.read_bytes()
+        with open(path, "rb") as f:
+            raw = f.read()
     except FileNotFoundError:
         return LedgerData(), None
     except OSError as e:
-        return None, f"ledger {ledger.path} is unreadable ({e.strerror})"
+        return None, f"ledger {path} is unreadable ({e.strerror})"
     try:
         doc = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as e:
-        return None, f"ledger {ledger.path} is corrupt ({_first_line(e)})"
+        return None, f"ledger {path} is corrupt ({_first_line(e)})"
     schema = doc.get("schema") if isinstance(doc, dict) else None
     if isinstance(schema, int) and not isinstance(schema, bool) and schema > SCHEMA:
         return None, (
-            f"ledger {ledger.path} was written by a newer guards (schema {schema}, "
+            f"ledger {path} was written by a newer guards (schema {schema}, "
             f"this guards reads {SCHEMA})"
         )
     if schema != SCHEMA:
-        return None, f"ledger {ledger.path} is corrupt (schema is {schema!r}, expected {SCHEMA})"
+        return None, f"ledger {path} is corrupt (schema is {schema!r}, expected {SCHEMA})"
     try:
         return LedgerData.from_json(doc), None
     except ValueError as e:
-        return None, f"ledger {ledger.path} is corrupt ({_first_line(e)})"
+        return None, f"ledger {path} is corrupt ({_first_line(e)})"
 
 
 def _first_line(e: Exception) -> str:
@@ -95,9 +99,9 @@ def attribute(repo: Repo, dirty: list[DirtyPath], caller: str | None) -> Frame:
     """Owners for dirty paths already read (one ledger read, no lock)."""
     if not dirty:
         return Frame([], caller, None)
-    data, problem = read_ledger_quietly(Ledger(repo.ledger_dir))
+    data, problem = read_ledger_quietly(os.path.join(repo.ledger_dir_text, LEDGER_FILE))
     records = data.paths.get(repo.worktree_key, {}) if data is not None else {}
-    top = os.fsdecode(repo.worktree)
+    top = repo.worktree_key
     entries = []
     for d in dirty:
         record = records.get(d.path)
@@ -145,8 +149,8 @@ def as_json(repo: Repo | None, frame: Frame | None, max_paths: int) -> dict[str,
     now = time.time()
     entries = frame.entries if frame is not None else []
     return {
-        "repository": os.fsdecode(repo.common_dir) if repo is not None else None,
-        "worktree": repo.worktree_key if repo is not None and repo.toplevel else None,
+        "repository": repo.common_dir_text if repo is not None else None,
+        "worktree": repo.toplevel_text if repo is not None else None,
         "caller": frame.caller if frame is not None else None,
         "ledger_problem": frame.ledger_problem if frame is not None else None,
         "total": len(entries),

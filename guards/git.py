@@ -116,18 +116,12 @@ def run(
     ``readonly`` adds ``--no-optional-locks``: git then never refreshes the index's stat
     cache, which would otherwise rewrite the very index guards promise not to touch.
     """
-    argv = [real_git()]
-    if readonly:
-        argv.append("--no-optional-locks")
-    argv.extend(args)
-    run_env = dict(os.environ if env is None else env)
-    if extra_env:
-        run_env.update(extra_env)
+    argv = _argv(args, readonly)
     try:
         proc = subprocess.run(
             argv,
             cwd=cwd,
-            env=run_env,
+            env=_environment(env, extra_env),
             input=stdin if stdin is not None else b"",
             capture_output=True,
             check=False,
@@ -137,6 +131,60 @@ def run(
     if check and proc.returncode != 0:
         raise GitError(args, proc.returncode, proc.stderr)
     return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+class Pending:
+    """A git call running in the background (see :func:`start`)."""
+
+    __slots__ = ("_args", "_proc")
+
+    def __init__(self, args: Sequence[str], proc: subprocess.Popen[bytes]) -> None:
+        self._args = args
+        self._proc = proc
+
+    def result(self, *, check: bool = True) -> Result:
+        """Wait for the call; raise :class:`GitError` on failure when ``check``."""
+        stdout, stderr = self._proc.communicate()
+        if check and self._proc.returncode != 0:
+            raise GitError(self._args, self._proc.returncode, stderr)
+        return Result(self._proc.returncode, stdout, stderr)
+
+
+def start(
+    args: Sequence[str], *, cwd: str | os.PathLike[str] | None = None, readonly: bool = True
+) -> Pending:
+    """Start the real git without waiting (stdin empty): a second call then overlaps the
+    first instead of following it. Its output must be small (it waits in a pipe)."""
+    argv = _argv(args, readonly)
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=_environment(None, None),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    except OSError as e:
+        raise GitNotFoundError(f"cannot run git ({argv[0]}): {e.strerror}") from e
+    return Pending(args, proc)
+
+
+def _argv(args: Sequence[str], readonly: bool) -> list[str]:
+    argv = [real_git()]
+    if readonly:
+        argv.append("--no-optional-locks")
+    argv.extend(args)
+    return argv
+
+
+def _environment(
+    env: Mapping[str, str] | None, extra_env: Mapping[str, str] | None
+) -> dict[str, str]:
+    run_env = dict(os.environ if env is None else env)
+    if extra_env:
+        run_env.update(extra_env)
+    return run_env
 
 
 def status_args(*, ignored: bool = False) -> list[str]:

@@ -18,10 +18,13 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 from guards.errors import UnknownStateError
+
+TYPE_CHECKING = False  # see guards.values: typing costs start-up time
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 SCHEMA = 1
 LEDGER_FILE = "ledger.json"

@@ -1,17 +1,14 @@
-"""The whole command surface of ``guards``, one subcommand module each."""
+"""The entry point of ``guards``: one subcommand module each under guards.commands.
+
+It imports almost nothing itself: ``guards run`` (every guarded git command) and
+``guards frame`` (every agent turn) are dispatched before argparse (guards.cli) loads."""
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import sys
 from collections.abc import Sequence
-from types import ModuleType
-from typing import NoReturn
 
-from guards import __version__
 from guards.errors import ExitCode, GuardsError
-from guards.output import error
 
 #: subcommand name -> module under guards.commands (each has HELP, configure(), run()).
 COMMANDS: dict[str, str] = {
@@ -34,37 +31,6 @@ COMMANDS: dict[str, str] = {
 }
 
 
-class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr (exit 2), never a usage dump."""
-
-    def error(self, message: str) -> NoReturn:
-        error(f"{message} (see '{self.prog} --help')")
-        raise SystemExit(ExitCode.USAGE)
-
-
-def _module(name: str) -> ModuleType:
-    return importlib.import_module(f"guards.commands.{COMMANDS[name]}")
-
-
-def build_parser(only: str | None = None) -> Parser:
-    """The parser; with ``only``, just that subcommand's module is imported (speed)."""
-    parser = Parser(
-        prog="guards",
-        description="Keeps uncommitted work alive in git checkouts that several writers share.",
-    )
-    parser.add_argument("--version", action="version", version=f"guards {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for name in COMMANDS:
-        if only is not None and name != only:
-            sub.add_parser(name)  # never parsed: the command line names `only`
-            continue
-        module = _module(name)
-        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
-        module.configure(p)
-        p.set_defaults(handler=module.run)
-    return parser
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -73,6 +39,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             from guards.commands.run import main as guarded_git
 
             return guarded_git(args_list[1:])
+        if args_list[:1] == ["frame"]:
+            # Before every agent turn: its few options are read without argparse.
+            from guards.commands.frame import fast_main
+
+            status = fast_main(args_list[1:])
+            if status is not None:
+                return status
+        from guards.cli import build_parser
+
         first = args_list[0] if args_list else None
         parser = build_parser(first if first in COMMANDS else None)
         args = parser.parse_args(args_list)
@@ -82,6 +57,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return ExitCode.OK if not args_list else ExitCode.USAGE
         return int(handler(args))
     except GuardsError as e:
+        from guards.output import error
+
         error(str(e))
         return int(e.exit_code)
     except KeyboardInterrupt:

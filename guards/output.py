@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any, TextIO
+
+TYPE_CHECKING = False  # see guards.values: typing costs start-up time
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 JSON_SCHEMA_VERSION = 1
 
@@ -94,6 +96,8 @@ def table(rows: Sequence[Sequence[str]], header: Sequence[str] | None = None) ->
 
 def dump_json(doc: dict[str, Any], stream: TextIO = sys.stdout) -> None:
     """JSON with ``schema`` first; non-UTF-8 name bytes travel as ``\\udcXX`` escapes."""
+    import json  # lazily: most commands print text, and the frame's start-up counts
+
     stream.write(json.dumps({"schema": JSON_SCHEMA_VERSION, **doc}, indent=2) + "\n")
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
-import re
-from pathlib import Path
-from typing import NamedTuple
 
 from guards import git
 from guards.errors import ExitCode, GuardsError
+from guards.values import Value
+
+TYPE_CHECKING = False  # see guards.values: typing costs start-up time
+if TYPE_CHECKING:
+    from pathlib import Path
 
 _DISCOVERY_FLAGS = (
     "--is-bare-repository",
@@ -38,34 +40,79 @@ class GitTooOldError(GuardsError):
     exit_code = ExitCode.UNKNOWN_STATE
 
 
-class Repo(NamedTuple):
-    git_dir: Path
-    common_dir: Path
-    toplevel: Path | None
-    prefix: str
-    is_bare: bool
-    object_format: str
+#: The ledger's directory inside the common git dir.
+LEDGER_DIR = "guards"
+
+
+class Repo(Value):
+    """Where a repository is. Its directories are kept as text and made :class:`Path`
+    objects on use: the frame works on the text alone and never imports pathlib."""
+
+    __slots__ = (
+        "common_dir_text",
+        "git_dir_text",
+        "is_bare",
+        "object_format",
+        "prefix",
+        "toplevel_text",
+    )
+
+    def __init__(
+        self,
+        git_dir: str,
+        common_dir: str,
+        toplevel: str | None,
+        prefix: str,
+        is_bare: bool,
+        object_format: str,
+    ) -> None:
+        self.git_dir_text = git_dir
+        self.common_dir_text = common_dir
+        #: None in a bare repository (or inside a .git dir).
+        self.toplevel_text = toplevel
+        self.prefix = prefix
+        self.is_bare = is_bare
+        self.object_format = object_format
+
+    @property
+    def git_dir(self) -> Path:
+        return _path(self.git_dir_text)
+
+    @property
+    def common_dir(self) -> Path:
+        return _path(self.common_dir_text)
+
+    @property
+    def toplevel(self) -> Path | None:
+        return None if self.toplevel_text is None else _path(self.toplevel_text)
 
     @property
     def is_linked_worktree(self) -> bool:
         return self.git_dir != self.common_dir
 
     @property
-    def ledger_dir(self) -> Path:
+    def ledger_dir_text(self) -> str:
         """Per repository, shared by every linked worktree, never committed."""
-        return self.common_dir / "guards"
+        return os.path.join(self.common_dir_text, LEDGER_DIR)
+
+    @property
+    def ledger_dir(self) -> Path:
+        return _path(self.ledger_dir_text)
+
+    @property
+    def worktree_key(self) -> str:
+        """The top level of the work tree, as the ledger names it; a clear error in a bare
+        repository."""
+        if self.toplevel_text is None:
+            raise NoWorkTreeError(
+                f"{self.git_dir_text} has no work tree (bare repository or .git dir)"
+            )
+        return self.toplevel_text
 
     @property
     def worktree(self) -> Path:
         """The top level of the work tree; a clear error in a bare repository."""
-        if self.toplevel is None:
-            raise NoWorkTreeError(f"{self.git_dir} has no work tree (bare repository or .git dir)")
-        return self.toplevel
-
-    @property
-    def worktree_key(self) -> str:
-        """How the ledger names this work tree."""
-        return os.fsdecode(self.worktree)
+        return _path(self.worktree_key)
 
     def run(
         self,
@@ -121,7 +168,35 @@ class Repo(NamedTuple):
 
 def discover(cwd: str | os.PathLike[str] | None = None) -> Repo:
     """The repository containing ``cwd``, from one ``git rev-parse`` call."""
-    res = git.run(["rev-parse", *_DISCOVERY_FLAGS], cwd=cwd, check=False)
+    return Discovery(cwd).repo()
+
+
+class Discovery:
+    """:func:`discover` started in the background, so that its git call overlaps the
+    caller's next one (the frame asks ``git status`` meanwhile)."""
+
+    __slots__ = ("_cwd", "_pending")
+
+    def __init__(self, cwd: str | os.PathLike[str] | None = None) -> None:
+        self._cwd = cwd
+        self._pending = git.start(["rev-parse", *_DISCOVERY_FLAGS], cwd=cwd)
+
+    def repo(self) -> Repo:
+        """The repository; :class:`NotARepositoryError` when there is none."""
+        return _from_rev_parse(self._pending.result(check=False), self._cwd)
+
+    def finish(self) -> None:
+        """Wait for git without reading its answer (nothing turned out to need it)."""
+        self._pending.result(check=False)
+
+
+def _path(text: str) -> Path:
+    from pathlib import Path  # here, not at the top: the frame never needs it
+
+    return Path(text)
+
+
+def _from_rev_parse(res: git.Result, cwd: str | os.PathLike[str] | None) -> Repo:
     lines = res.stdout.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
@@ -140,9 +215,9 @@ def discover(cwd: str | os.PathLike[str] | None = None) -> Repo:
     bare, inside, fmt, git_dir, common_dir, prefix = lines[:6]
     toplevel = lines[6] if len(lines) == _DISCOVERY_LINES and inside == b"true" else None
     return Repo(
-        git_dir=Path(os.fsdecode(git_dir)),
-        common_dir=Path(os.fsdecode(common_dir)),
-        toplevel=Path(os.fsdecode(toplevel)) if toplevel else None,
+        git_dir=os.fsdecode(git_dir),
+        common_dir=os.fsdecode(common_dir),
+        toplevel=os.fsdecode(toplevel) if toplevel else None,
         prefix=os.fsdecode(prefix),
         is_bare=bare == b"true",
         object_format=fmt.decode() or "sha1",
@@ -152,6 +227,8 @@ def discover(cwd: str | os.PathLike[str] | None = None) -> Repo:
 def check_git_version() -> None:
     """Raise a clear error when git is older than :data:`MIN_GIT` (checked only when
     discovery went wrong: an old git fails there first)."""
+    import re
+
     res = git.run(["version"], check=False, readonly=False)
     text = res.stdout.decode("utf-8", "replace").strip()
     m = re.match(r"git version (\d+)\.(\d+)", text)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -11,7 +13,7 @@ import pytest
 
 from guards.attribution import Attribution, fingerprint
 from guards.ledger import Ledger
-from tests.conftest import git, run_guards
+from tests.conftest import PROJECT_ROOT, git, run_guards
 
 CLOSING = (
     "You did not necessarily make these. Do not assume they are yours, and do not\n"
@@ -105,6 +107,26 @@ def test_truncated_at_max_with_a_count_of_the_rest(repo: Path) -> None:
     assert lines[1:3] == ["?? f0.txt   (owner unknown)", "?? f1.txt   (owner unknown)"]
     assert lines[3] == " ... and 3 more (`guards status` lists them all)"
     assert out.endswith(CLOSING)
+
+
+def test_every_spelling_of_the_options_reads_the_same(repo: Path) -> None:
+    # The frame reads its options without argparse (start-up time): same answers.
+    for i in range(5):
+        (repo / f"f{i}.txt").write_text("x\n")
+    expected = frame(repo, "--max", "2")
+    assert frame(repo, "--max=2") == expected
+    doc = json.loads(frame(repo, "--json", "--max", "2"))
+    assert doc == json.loads(frame(repo, "--max=2", "--json"))  # owners unknown: no ages
+    assert doc["shown"] == 2 and doc["total"] == 5 and doc["text"] == expected
+
+
+def test_help_and_unknown_options_go_through_the_full_parser(repo: Path) -> None:
+    res = run_guards("frame", "--help", cwd=repo)
+    assert res.returncode == 0 and res.stdout.startswith("usage: guards frame")
+    for bad in (["--bogus"], ["--max"], ["--max", "2", "extra"]):
+        res = run_guards("frame", *bad, cwd=repo)
+        assert res.returncode == 2 and res.stdout == "", bad
+        assert res.stderr.count("\n") == 1 and res.stderr.startswith("guards: "), bad
 
 
 def test_max_defaults_to_the_config_setting(repo: Path) -> None:
@@ -201,10 +223,10 @@ def test_frame_finds_the_user_config_file_where_config_does(
     from guards import config
     from guards.commands.frame import user_config_path
 
-    assert user_config_path() == config.user_config_path()
+    assert user_config_path() == str(config.user_config_path())
     monkeypatch.delenv("XDG_CONFIG_HOME")
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert user_config_path() == config.user_config_path()
+    assert user_config_path() == str(config.user_config_path())
 
 
 def test_max_paths_from_the_user_and_repository_config_files(repo: Path) -> None:
@@ -217,3 +239,31 @@ def test_max_paths_from_the_user_and_repository_config_files(repo: Path) -> None
     (repo / ".git" / "guards").mkdir()
     (repo / ".git" / "guards" / "config.toml").write_text("[frame]\nmax_paths = 5\n")
     assert " ... and 1 more" in frame(repo)
+
+
+# What the frame must not import: each costs milliseconds at every agent turn (see
+# guards.values). Run with -S so that no site-packages hook preloads any of them.
+HEAVY_MODULES = ("argparse", "dataclasses", "hashlib", "pathlib", "platformdirs", "typing")
+
+
+@pytest.mark.parametrize("session", [None, "pod-architect"])
+def test_the_frame_imports_nothing_heavy(repo: Path, session: str | None) -> None:
+    (repo / "README").write_text("edited\n")
+    (repo / "new.txt").write_text("x\n")
+    attribute(repo, "new.txt", "pod-architect", ago=60)
+    code = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(PROJECT_ROOT)!r})\n"
+        f"heavy = {HEAVY_MODULES!r}\n"
+        "assert not [m for m in heavy if m in sys.modules], 'preloaded'\n"
+        "from guards.main import main\n"
+        "status = main(['frame'])\n"
+        "sys.stdout.flush()\n"
+        "print('IMPORTED', [m for m in heavy if m in sys.modules], status, file=sys.stderr)\n"
+    )
+    env = {**os.environ, **({"GUARDS_SESSION": session} if session else {})}
+    res = subprocess.run(
+        [sys.executable, "-S", "-c", code], cwd=repo, env=env, capture_output=True, text=True
+    )
+    assert res.stderr == "IMPORTED [] 0\n"
+    assert "(session pod-architect" in res.stdout or "(your session pod-architect" in res.stdout

@@ -1,20 +1,21 @@
 """guards frame: what a new turn inherits (nothing at all when the tree is clean).
 
-It runs before every agent turn, so the common case — a clean tree — costs one
-``git status`` and almost no imports: the repository, the ledger and the settings are
-looked at only when there is something to show. It never blocks the turn it frames:
-every failure is one line on stderr and exit 0.
+It runs before every agent turn, so it costs one ``git status`` (repository discovery
+runs alongside it) and as few imports as possible: no argparse, typing or pathlib; the
+ledger and the settings are read only when there is something to show. It never blocks
+the turn it frames: every failure is one line on stderr and exit 0.
 """
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
+TYPE_CHECKING = False  # see guards.values: typing costs start-up time
 if TYPE_CHECKING:
+    import argparse
+
     from guards.frame import Frame
-    from guards.repo import Repo
+    from guards.repo import Discovery, Repo
 
 HELP = "print the uncommitted work a new agent turn inherits (nothing when clean)"
 
@@ -30,9 +31,32 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable (see README)")
 
 
+def fast_main(argv: Sequence[str]) -> int | None:
+    """``guards frame ARGS`` without argparse; None when argparse must handle the
+    arguments (``--help``, a usage error)."""
+    max_value: str | None = None
+    as_json = False
+    rest = list(argv)
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--json":
+            as_json = True
+        elif arg == "--max" and rest and not rest[0].startswith("-"):
+            max_value = rest.pop(0)
+        elif arg.startswith("--max="):
+            max_value = arg.removeprefix("--max=")
+        else:
+            return None
+    return _guarded(max_value, as_json)
+
+
 def run(args: argparse.Namespace) -> int:
+    return _guarded(args.max, args.json)
+
+
+def _guarded(max_value: str | None, as_json: bool) -> int:
     try:
-        _frame(args)
+        _frame(max_value, as_json)
     except BrokenPipeError:
         pass
     except Exception as e:  # the frame must never break the turn it frames
@@ -43,28 +67,32 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _frame(args: argparse.Namespace) -> None:
+def _frame(max_value: str | None, as_json: bool) -> None:
     from guards import git
+    from guards.repo import Discovery
 
-    max_paths = _parse_max(args.max)
-    # Exactly what guards.dirty.read_dirty asks, without importing it (or discovering the
-    # repository) for a clean tree. Porcelain paths are relative to the top level.
+    max_paths = _parse_max(max_value)
+    # Where the repository is (for the ledger) is asked in the background: that call
+    # overlaps git status instead of following it.
+    discovery = Discovery()
+    # Exactly what guards.dirty.read_dirty asks, without importing it for a clean tree.
+    # Porcelain paths are relative to the top level.
     status_args = git.status_args()
     status = git.run(status_args, check=False)
     if status.returncode != 0:
-        repo = _repo_or_none()
+        repo = _repo_or_none(discovery)
         if repo is None or repo.toplevel is None:
-            if args.json:
+            if as_json:
                 _dump(None, None, max_paths)
             return  # not a repository, or no work tree: nothing to frame
         raise git.GitError(status_args, status.returncode, status.stderr)
-    if not status.stdout and not args.json:
+    if not status.stdout and not as_json:
+        discovery.finish()
         return
     from guards import frame
     from guards.dirty import parse_porcelain_v2
-    from guards.repo import discover
 
-    repo = discover()
+    repo = discovery.repo()
     found = frame.attribute(repo, parse_porcelain_v2(status.stdout), _caller())
     if found.entries and max_paths is None:
         max_paths = _configured_max(repo)
@@ -72,7 +100,7 @@ def _frame(args: argparse.Namespace) -> None:
         from guards.output import error
 
         error(f"{found.ledger_problem}; owners shown as unknown")
-    if args.json:
+    if as_json:
         _dump(repo, found, max_paths)
         return
     text = frame.render(found, max_paths or DEFAULT_MAX)
@@ -91,11 +119,11 @@ def _dump(repo: Repo | None, found: Frame | None, max_paths: int | None) -> None
     dump_json(frame.as_json(repo, found, max_paths or DEFAULT_MAX))
 
 
-def _repo_or_none() -> Repo | None:
-    from guards.repo import NotARepositoryError, discover
+def _repo_or_none(discovery: Discovery) -> Repo | None:
+    from guards.repo import NotARepositoryError
 
     try:
-        return discover()
+        return discovery.repo()
     except NotARepositoryError:
         return None
 
@@ -131,7 +159,8 @@ def _configured_max(repo: Repo) -> int:
     try:
         if key.env in os.environ:
             return int(config.validate(name, os.environ[key.env], f"environment {key.env}"))
-        for path in (config.repo_config_path(repo.ledger_dir), user_config_path()):
+        repo_file = os.path.join(repo.ledger_dir_text, config.CONFIG_FILE)
+        for path in (repo_file, user_config_path()):
             values = config.read_file(path)
             if name in values:
                 return int(key.parse(values[name]))
@@ -143,19 +172,20 @@ def _configured_max(repo: Repo) -> int:
         return DEFAULT_MAX
 
 
-def user_config_path() -> Path:
-    """``guards.config.user_config_path()``, computed as platformdirs does on Linux."""
+def user_config_path() -> str:
+    """``guards.config.user_config_path()``, computed as platformdirs does on Linux (and
+    as text: the frame never imports pathlib)."""
     import os
     import sys
 
     from guards import config
 
     if not sys.platform.startswith("linux"):
-        return config.user_config_path()
+        return str(config.user_config_path())
     base = os.environ.get("XDG_CONFIG_HOME", "")
     if not base.strip():
         base = os.path.expanduser("~/.config")
-    return Path(base) / "guards" / config.CONFIG_FILE
+    return os.path.join(base, "guards", config.CONFIG_FILE)
 
 
 def _caller() -> str | None:

@@ -253,7 +253,8 @@ def _run_native(hook_type: str, hook_args: list[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m guards.commands.hook``: this subcommand alone, errors as in guards.main."""
-    from guards.main import Parser, _internal_error
+    from guards.cli import Parser
+    from guards.main import _internal_error
 
     parser = Parser(prog="guards hook", description=HELP)
     configure(parser)

@@ -1,0 +1,46 @@
+"""The argparse surface of ``guards``: one parser, each subcommand's module configures
+its own part. (guards.main decides whether argparse is needed at all: the hot paths
+skip it.)"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from types import ModuleType
+from typing import NoReturn
+
+from guards import __version__
+from guards.errors import ExitCode
+from guards.main import COMMANDS
+from guards.output import error
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (exit 2), never a usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        error(f"{message} (see '{self.prog} --help')")
+        raise SystemExit(ExitCode.USAGE)
+
+
+def _module(name: str) -> ModuleType:
+    return importlib.import_module(f"guards.commands.{COMMANDS[name]}")
+
+
+def build_parser(only: str | None = None) -> Parser:
+    """The parser; with ``only``, just that subcommand's module is imported (speed)."""
+    parser = Parser(
+        prog="guards",
+        description="Keeps uncommitted work alive in git checkouts that several writers share.",
+    )
+    parser.add_argument("--version", action="version", version=f"guards {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for name in COMMANDS:
+        if only is not None and name != only:
+            sub.add_parser(name)  # never parsed: the command line names `only`
+            continue
+        module = _module(name)
+        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.configure(p)
+        p.set_defaults(handler=module.run)
+    return parser
