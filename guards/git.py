@@ -153,8 +153,9 @@ class Pending:
 def start(
     args: Sequence[str], *, cwd: str | os.PathLike[str] | None = None, readonly: bool = True
 ) -> Pending:
-    """Start the real git without waiting (stdin empty): a second call then overlaps the
-    first instead of following it. Its output must be small (it waits in a pipe)."""
+    """Start the real git without waiting (stdin empty), so that a second call overlaps
+    it instead of following it. Its output waits in a pipe until :meth:`Pending.result`
+    (git pauses when the pipe is full): meant for calls that answer in a few lines."""
     argv = _argv(args, readonly)
     try:
         proc = subprocess.Popen(
