@@ -12,7 +12,6 @@ import os
 import posixpath
 import stat
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 
 from guards import git
 from guards.cmdline import (
@@ -25,6 +24,7 @@ from guards.cmdline import (
     stash_action,
 )
 from guards.errors import UnknownStateError
+from guards.values import Value
 
 #: What a Loss can name: work tree content, a staged blob, an untracked or ignored file.
 KINDS = frozenset({"worktree", "staged", "untracked", "ignored"})
@@ -38,26 +38,37 @@ EMPTY_TREE = {
 Version = tuple[str, str]
 
 
-@dataclass(frozen=True)
-class Loss:
+class Loss(Value):
     """One path whose uncommitted content would be destroyed (or moved, see ``moves``)."""
 
-    path: str
-    kinds: frozenset[str]
+    __slots__ = ("kinds", "path")
+
+    def __init__(self, path: str, kinds: frozenset[str]) -> None:
+        self.path = path
+        self.kinds = kinds
 
 
-@dataclass(frozen=True)
-class BlastRadius:
+class BlastRadius(Value):
     """Everything a command would destroy or move away, in one work tree."""
 
-    worktree: str | None
-    losses: list[Loss]
-    #: Commits that would become unreachable or dangling: ``(oid, label)``.
-    commits: Sequence[tuple[str, str]] = ()
-    #: Work moved away from its author (stash and autostash): nothing lost, but at risk.
-    moves: bool = False
-    #: Cannot be computed exactly: all dirty work (ignored files included) is at risk.
-    everything: bool = False
+    __slots__ = ("commits", "everything", "losses", "moves", "worktree")
+
+    def __init__(
+        self,
+        worktree: str | None,
+        losses: list[Loss],
+        commits: Sequence[tuple[str, str]] = (),
+        moves: bool = False,
+        everything: bool = False,
+    ) -> None:
+        self.worktree = worktree
+        self.losses = losses
+        #: Commits that would become unreachable or dangling: ``(oid, label)``.
+        self.commits = commits
+        #: Work moved away from its author (stash and autostash): nothing lost, but at risk.
+        self.moves = moves
+        #: Cannot be computed exactly: all dirty work (ignored files included) is at risk.
+        self.everything = everything
 
     def empty(self) -> bool:
         return not self.losses and not self.commits and not self.everything
@@ -75,22 +86,30 @@ def _everything(worktree: str | None) -> BlastRadius:
 # The repository as the command sees it
 
 
-@dataclass
 class Context:
     """Where the command runs: its git dir, work tree and prefix, and how to ask git."""
 
-    cmd: GitCommand
-    git_dir: str
-    toplevel: str | None
-    prefix: str
-    object_format: str
-    #: Global options that still apply when git dir and work tree are given explicitly.
-    options: list[str]
-    env: dict[str, str]
-    _head: object = field(default=None, repr=False)
+    __slots__ = ("_head", "cmd", "env", "git_dir", "object_format", "options", "prefix", "toplevel")
 
-    def __post_init__(self) -> None:
-        self._head = _UNSET
+    def __init__(
+        self,
+        cmd: GitCommand,
+        git_dir: str,
+        toplevel: str | None,
+        prefix: str,
+        object_format: str,
+        options: list[str],
+        env: dict[str, str],
+    ) -> None:
+        self.cmd = cmd
+        self.git_dir = git_dir
+        self.toplevel = toplevel
+        self.prefix = prefix
+        self.object_format = object_format
+        #: Global options that still apply when git dir and work tree are given explicitly.
+        self.options = options
+        self.env = env
+        self._head: object = _UNSET
 
     def run(
         self,
@@ -223,29 +242,46 @@ def context(cmd: GitCommand, at: str | None = None) -> Context | None:
 # The dirty state: H, I and W of every dirty tracked path, untracked and ignored files
 
 
-@dataclass
-class Entry:
-    path: str
-    xy: str
-    head: Version | None
-    index: Version | None
-    work: Version | None = None
-    unmerged: bool = False
-    gitlink: bool = False
+class Entry(Value):
+    """A dirty tracked path: its (mode, oid) in HEAD, the index and the work tree."""
+
+    __slots__ = ("gitlink", "head", "index", "path", "unmerged", "work", "xy")
+
+    def __init__(
+        self,
+        path: str,
+        xy: str,
+        head: Version | None,
+        index: Version | None,
+        work: Version | None = None,
+        unmerged: bool = False,
+        gitlink: bool = False,
+    ) -> None:
+        self.path = path
+        self.xy = xy
+        self.head = head
+        self.index = index
+        self.work = work
+        self.unmerged = unmerged
+        self.gitlink = gitlink
 
     @property
     def intent_to_add(self) -> bool:
         return self.xy == ".A"
 
 
-@dataclass
-class State:
-    entries: dict[str, Entry] = field(default_factory=dict)
-    #: Untracked files; a nested repository as git shows it, ``dir/``.
-    untracked: list[str] = field(default_factory=list)
-    #: Ignored files and whole ignored directories (``dir/``), as git shows them.
-    ignored: list[str] = field(default_factory=list)
-    toplevel: str = ""
+class State(Value):
+    """The dirty state of a work tree, as the predictors need it."""
+
+    __slots__ = ("entries", "ignored", "toplevel", "untracked")
+
+    def __init__(self, toplevel: str = "") -> None:
+        self.entries: dict[str, Entry] = {}
+        #: Untracked files; a nested repository as git shows it, ``dir/``.
+        self.untracked: list[str] = []
+        #: Ignored files and whole ignored directories (``dir/``), as git shows them.
+        self.ignored: list[str] = []
+        self.toplevel = toplevel
 
     def files(self, shown: Iterable[str]) -> list[str]:
         """Shown paths with each ``dir/`` replaced by the files under it (walked lazily:

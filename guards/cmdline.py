@@ -13,10 +13,10 @@ import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
 from guards import git
 from guards.errors import UnknownStateError, UsageError
+from guards.values import Value
 
 #: Subcommands for which :func:`could_destroy` may answer True. Everything else cannot
 #: destroy or move uncommitted work (the shim passes it to git without starting Python).
@@ -79,30 +79,59 @@ _CONFIG_REGEX = (
 _CONFIG_FOR = frozenset({"clean", "rebase", "pull", "merge", "sparse-checkout"})
 
 
-@dataclass(frozen=True)
-class GitCommand:
+class GitCommand(Value):
     """One git command line, read the way git reads it."""
 
-    #: The original arguments after ``git``.
-    argv: list[str]
-    #: Global options as given, in order (reusable for read-only queries).
-    global_options: list[str]
-    #: The directory git would run in (after every ``-C``).
-    cwd: str
-    #: Built-in name after alias resolution; None for ``git``, ``--version``, ...
-    subcommand: str | None
-    #: The subcommand's arguments after alias expansion.
-    args: list[str]
-    #: The text of a ``!`` alias: opaque, so everything it could destroy is at risk.
-    shell_alias: str | None = None
-    #: Effective settings that matter, lower-case keys as git prints them.
-    config: dict[str, str] = field(default_factory=dict)
-    #: The directory the command was started in (before any ``-C``).
-    origin_cwd: str = ""
-    #: The environment the command runs with (queries reuse it).
-    env: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
-    #: The aliases expanded on the way to ``subcommand``, outermost first.
-    aliases: list[str] = field(default_factory=list)
+    __slots__ = (
+        "aliases",
+        "args",
+        "argv",
+        "config",
+        "cwd",
+        "env",
+        "global_options",
+        "origin_cwd",
+        "shell_alias",
+        "subcommand",
+    )
+
+    def __init__(
+        self,
+        argv: list[str],
+        global_options: list[str],
+        cwd: str,
+        subcommand: str | None,
+        args: list[str],
+        shell_alias: str | None = None,
+        config: dict[str, str] | None = None,
+        origin_cwd: str = "",
+        env: dict[str, str] | None = None,
+        aliases: list[str] | None = None,
+    ) -> None:
+        #: The original arguments after ``git``.
+        self.argv = argv
+        #: Global options as given, in order (reusable for read-only queries).
+        self.global_options = global_options
+        #: The directory git would run in (after every ``-C``).
+        self.cwd = cwd
+        #: Built-in name after alias resolution; None for ``git``, ``--version``, ...
+        self.subcommand = subcommand
+        #: The subcommand's arguments after alias expansion.
+        self.args = args
+        #: The text of a ``!`` alias: opaque, so everything it could destroy is at risk.
+        self.shell_alias = shell_alias
+        #: Effective settings that matter, lower-case keys as git prints them.
+        self.config = {} if config is None else config
+        #: The directory the command was started in (before any ``-C``).
+        self.origin_cwd = origin_cwd
+        #: The environment the command runs with (queries reuse it).
+        self.env = {} if env is None else env
+        #: The aliases expanded on the way to ``subcommand``, outermost first.
+        self.aliases = [] if aliases is None else aliases
+
+    def _names(self) -> tuple[str, ...]:
+        # The environment is neither compared nor shown: it is the caller's whole one.
+        return tuple(name for name in self.__slots__ if name != "env")
 
     def query(
         self,
@@ -360,23 +389,31 @@ def parse(argv: Sequence[str], env: Mapping[str, str], cwd: str) -> GitCommand:
 # only as --name=value). Short options map a letter to a long name (or a pseudo one).
 
 
-@dataclass(frozen=True)
-class Spec:
-    long: tuple[str, ...]
-    short: Mapping[str, str]
-    #: Stop option parsing at the first non-option (stash's subcommands).
-    stop_at_non_option: bool = False
+class Spec(Value):
+    """A subcommand's options: long names, short letters, where parsing stops."""
+
+    __slots__ = ("long", "short", "stop_at_non_option")
+
+    def __init__(
+        self, long: tuple[str, ...], short: Mapping[str, str], stop_at_non_option: bool = False
+    ) -> None:
+        self.long = long
+        self.short = short
+        #: Stop option parsing at the first non-option (stash's subcommands).
+        self.stop_at_non_option = stop_at_non_option
 
 
-@dataclass
-class Options:
+class Options(Value):
     """What parse_options found: values per long name, positionals, the pathspec."""
 
-    values: dict[str, list[str | bool]] = field(default_factory=dict)
-    positionals: list[str] = field(default_factory=list)
-    #: Arguments after ``--`` (None when there was no ``--``).
-    after_dashdash: list[str] | None = None
-    unknown: list[str] = field(default_factory=list)
+    __slots__ = ("after_dashdash", "positionals", "unknown", "values")
+
+    def __init__(self) -> None:
+        self.values: dict[str, list[str | bool]] = {}
+        self.positionals: list[str] = []
+        #: Arguments after ``--`` (None when there was no ``--``).
+        self.after_dashdash: list[str] | None = None
+        self.unknown: list[str] = []
 
     def has(self, name: str) -> bool:
         """The option was given and its last occurrence is not negated."""
