@@ -24,7 +24,7 @@ from guards.cmdline import (
     stash_action,
 )
 from guards.errors import UnknownStateError
-from guards.values import Value
+from guards.values import MutableValue, Value
 
 #: What a Loss can name: work tree content, a staged blob, an untracked or ignored file.
 KINDS = frozenset({"worktree", "staged", "untracked", "ignored"})
@@ -242,7 +242,7 @@ def context(cmd: GitCommand, at: str | None = None) -> Context | None:
 # The dirty state: H, I and W of every dirty tracked path, untracked and ignored files
 
 
-class Entry(Value):
+class Entry(MutableValue):
     """A dirty tracked path: its (mode, oid) in HEAD, the index and the work tree."""
 
     __slots__ = ("gitlink", "head", "index", "path", "unmerged", "work", "xy")
@@ -270,7 +270,7 @@ class Entry(Value):
         return self.xy == ".A"
 
 
-class State(Value):
+class State(MutableValue):
     """The dirty state of a work tree, as the predictors need it."""
 
     __slots__ = ("entries", "ignored", "toplevel", "untracked")

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 from guards import git
 from guards.errors import UnknownStateError, UsageError
-from guards.values import Value
+from guards.values import MutableValue, Value
 
 #: Subcommands for which :func:`could_destroy` may answer True. Everything else cannot
 #: destroy or move uncommitted work (the shim passes it to git without starting Python).
@@ -403,7 +403,7 @@ class Spec(Value):
         self.stop_at_non_option = stop_at_non_option
 
 
-class Options(Value):
+class Options(MutableValue):
     """What parse_options found: values per long name, positionals, the pathspec."""
 
     __slots__ = ("after_dashdash", "positionals", "unknown", "values")

@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator
 
 from guards.errors import UnknownStateError
+from guards.values import MutableValue
 
 TYPE_CHECKING = False  # see guards.values: typing costs start-up time
 if TYPE_CHECKING:
@@ -40,11 +41,8 @@ class LedgerLockTimeoutError(UnknownStateError):
     pass
 
 
-class LedgerData:
-    """The ledger's content. Values are plain JSON so that unknown fields survive.
-
-    (A plain class, not a dataclass: see guards.attribution on start-up time.)
-    """
+class LedgerData(MutableValue):
+    """The ledger's content. Values are plain JSON so that unknown fields survive."""
 
     __slots__ = ("extra", "paths", "rescues", "sessions", "worktrees")
 
@@ -62,16 +60,6 @@ class LedgerData:
         self.rescues = [] if rescues is None else rescues
         self.worktrees = {} if worktrees is None else worktrees
         self.extra = {} if extra is None else extra
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, LedgerData):
-            return NotImplemented
-        return self.to_json() == other.to_json()
-
-    __hash__ = None  # type: ignore[assignment]  # mutable
-
-    def __repr__(self) -> str:
-        return f"LedgerData({self.to_json()!r})"
 
     def to_json(self) -> dict[str, Any]:
         return {

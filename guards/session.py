@@ -13,6 +13,7 @@ import subprocess
 import time
 
 from guards.errors import UsageError
+from guards.values import MutableValue
 
 SESSION_ENV = "GUARDS_SESSION"
 MAX_ID_LENGTH = 128
@@ -25,9 +26,8 @@ class Liveness(str, enum.Enum):
     ENDED = "ended"
 
 
-class Session:
-    """A session's ledger record. (A plain class, not a dataclass: the frame imports this
-    module on every agent turn; see guards.attribution on start-up time.)"""
+class Session(MutableValue):
+    """A session's ledger record."""
 
     FIELDS = (
         "id",
@@ -64,16 +64,6 @@ class Session:
         self.started = started
         self.last_seen = last_seen
         self.ended = ended
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Session):
-            return NotImplemented
-        return self.to_json() == other.to_json()
-
-    __hash__ = None  # type: ignore[assignment]  # mutable
-
-    def __repr__(self) -> str:
-        return f"Session({self.to_json()!r})"
 
     def to_json(self) -> dict[str, object]:
         return {name: getattr(self, name) for name in self.FIELDS}

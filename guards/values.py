@@ -4,7 +4,9 @@
 at every start-up, and ``guards frame``, ``guards run`` and the git hooks start often
 enough for that to be most of their cost. A :class:`Value` subclass lists its fields in
 ``__slots__`` and sets them in ``__init__``; it gets equality, hashing and a
-readable repr from here. Fields are never reassigned after ``__init__``.
+readable repr from here, and its fields are never reassigned after ``__init__``. A
+record that is filled in after construction is a :class:`MutableValue` instead: equal by
+fields, never hashable (as a non-frozen dataclass).
 
 Modules on those paths also spell ``TYPE_CHECKING = False`` instead of importing it from
 ``typing``: type checkers treat that name as true, so annotation-only imports stay free.
@@ -36,3 +38,10 @@ class Value:
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._names())
         return f"{type(self).__name__}({shown})"
+
+
+class MutableValue(Value):
+    """A record whose fields change after construction: compared, never hashed."""
+
+    __slots__ = ()
+    __hash__ = None  # type: ignore[assignment]

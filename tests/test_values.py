@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from guards.attribution import Fingerprint, Owner, Ownership
+from guards.blast import State
 from guards.dirty import DirtyPath
 
 
@@ -22,3 +25,12 @@ def test_hashable_like_the_frozen_types_they_replace() -> None:
 def test_repr_names_every_field() -> None:
     text = repr(Owner(Ownership.FOREIGN, "s1", 12.5))
     assert text.startswith("Owner(") and "session='s1'" in text and "recorded=12.5" in text
+
+
+def test_a_mutable_record_compares_but_never_hashes() -> None:
+    a, b = State("/top"), State("/top")
+    assert a == b
+    a.untracked.append("x")
+    assert a != b
+    with pytest.raises(TypeError):
+        hash(a)
