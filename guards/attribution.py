@@ -14,7 +14,7 @@ import stat
 
 from guards.values import Value
 
-TYPE_CHECKING = False  # see guards.values: typing costs start-up time
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from typing import Any
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import posixpath
 import stat
-from collections.abc import Callable, Iterable, Sequence
 
 from guards import git
 from guards.cmdline import (
@@ -25,6 +24,10 @@ from guards.cmdline import (
 )
 from guards.errors import UnknownStateError
 from guards.values import MutableValue, Value
+
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
 
 #: What a Loss can name: work tree content, a staged blob, an untracked or ignored file.
 KINDS = frozenset({"worktree", "staged", "untracked", "ignored"})
@@ -145,6 +148,10 @@ class Context:
             return None
         return res.stdout.decode().strip() or None
 
+    def known_head(self, oid: str | None) -> None:
+        """HEAD's commit as discovery already found it (None: an unborn branch)."""
+        self._head = oid
+
     def head(self) -> str | None:
         if self._head is _UNSET:
             self._head = self.rev("HEAD")
@@ -205,6 +212,11 @@ def context(cmd: GitCommand, at: str | None = None) -> Context | None:
         "--is-inside-work-tree",
         "--show-prefix",
         "--show-toplevel",
+        # HEAD in the same call (the predictors nearly always need it): one git less.
+        "--verify",
+        "-q",
+        "--end-of-options",
+        "HEAD^{commit}",
     ]
     if at is None:
         res = cmd.query(args, check=False)
@@ -235,7 +247,12 @@ def context(cmd: GitCommand, at: str | None = None) -> Context | None:
         env["GIT_WORK_TREE"] = toplevel
     else:
         env.pop("GIT_WORK_TREE", None)
-    return Context(cmd, git_dir, toplevel, prefix, fmt, options, env)
+    ctx = Context(cmd, git_dir, toplevel, prefix, fmt, options, env)
+    if res.returncode == 0 and len(lines) == 7:  # five answers, HEAD's id, the last "\n"
+        ctx.known_head(lines[5].decode() or None)
+    elif res.returncode == 1 and len(lines) == 6 and not res.stderr:
+        ctx.known_head(None)  # an unborn branch: `--verify -q` says nothing, exits 1
+    return ctx  # anything else (a bare repository, a newline in a path): asked later
 
 
 # ---------------------------------------------------------------------------

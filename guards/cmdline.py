@@ -10,13 +10,14 @@ same global options and environment the command itself will see.
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 
 from guards import git
 from guards.errors import UnknownStateError, UsageError
 from guards.values import MutableValue, Value
+
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 #: Subcommands for which :func:`could_destroy` may answer True. Everything else cannot
 #: destroy or move uncommitted work (the shim passes it to git without starting Python).
@@ -812,9 +813,15 @@ def pull_rebases(cmd: GitCommand, opts: Options) -> bool:
         if v is False:
             return False
         return v is True or parse_bool(str(v)) is not False
-    values = [v for k, v in cmd.config.items() if re.fullmatch(r"branch\..*\.rebase", k)]
+    values = [v for k, v in cmd.config.items() if _is_branch_rebase(k)]
     candidates = [cmd.config.get("pull.rebase"), *values]
     return any(c is not None and parse_bool(c) is not False for c in candidates)
+
+
+def _is_branch_rebase(key: str) -> bool:
+    """``branch.<name>.rebase`` (string tests: ``re`` costs the guarded git start-up)."""
+    prefix, suffix = "branch.", ".rebase"
+    return key.startswith(prefix) and key.endswith(suffix) and len(key) > len(prefix + suffix)
 
 
 def clean_force(cmd: GitCommand, opts: Options) -> bool:
@@ -912,15 +919,20 @@ def could_destroy(cmd: GitCommand) -> bool:
     return True
 
 
-@contextmanager
-def command_environment(cmd: GitCommand) -> Iterator[None]:
-    """Our own git queries see the repository the command will see (``--git-dir`` & co)."""
-    saved = {k: os.environ.get(k) for k in cmd.env}
-    os.environ.update(cmd.env)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
+class command_environment:
+    """``with command_environment(cmd):`` our own git queries see the repository the
+    command will see (``--git-dir`` & co). (A class, not contextlib: start-up time.)"""
+
+    def __init__(self, cmd: GitCommand) -> None:
+        self._env = cmd.env
+        self._saved: dict[str, str | None] = {}
+
+    def __enter__(self) -> None:
+        self._saved = {k: os.environ.get(k) for k in self._env}
+        os.environ.update(self._env)
+
+    def __exit__(self, *exc_info: object) -> None:
+        for k, v in self._saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:

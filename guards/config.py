@@ -8,15 +8,14 @@ every key can also come from the environment: ``rescue.max_file_size`` is
 from __future__ import annotations
 
 import os
-import re
 import sys
-from collections.abc import Callable, Mapping
 
 from guards.errors import UnknownStateError, UsageError
 from guards.values import Value
 
-TYPE_CHECKING = False  # see guards.values: typing costs start-up time
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
     from pathlib import Path
     from typing import Any
 
@@ -42,6 +41,8 @@ def parse_size(value: object) -> int:
     """``1048576``, ``"512KiB"``, ``"50MB"``, ``"2g"`` -> bytes."""
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
+    import re  # lazily: re costs start-up time and few settings need it
+
     m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", str(value))
     if not m or m.group(2).lower() not in _SIZE_UNITS:
         raise ValueError("a size such as 1048576, 512KiB, 50MiB or 2GiB")
@@ -52,6 +53,8 @@ def parse_duration(value: object) -> float:
     """``90`` (seconds), ``"30m"``, ``"2h"``, ``"14d"``, ``"1w"`` -> seconds."""
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
         return float(value)
+    import re  # lazily: re costs start-up time and few settings need it
+
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", str(value))
     if not m:
         raise ValueError("a duration such as 90, 90s, 30m, 2h, 14d or 1w")
@@ -88,6 +91,8 @@ def _choice(*choices: str) -> Callable[[object], str]:
 
 
 def _ref_namespace(value: object) -> str:
+    import re  # lazily: re costs start-up time and few settings need it
+
     text = str(value).strip().rstrip("/")
     if not re.fullmatch(r"refs/[A-Za-z0-9._/-]+", text) or ".." in text or "//" in text:
         raise ValueError("a ref prefix such as refs/rescue or refs/heads/rescue")

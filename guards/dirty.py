@@ -11,7 +11,7 @@ import os
 from guards import git
 from guards.values import Value
 
-TYPE_CHECKING = False  # see guards.values: typing costs start-up time
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from guards.repo import Repo
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-import enum
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
+if TYPE_CHECKING:
+    from typing import Final
 
 #: Setting this to 1 makes the shim and ``guards run`` hand every command to git untouched.
 DISABLE_ENV = "GUARDS_DISABLE"
@@ -10,29 +12,33 @@ DISABLE_ENV = "GUARDS_DISABLE"
 OVERRIDE_HINT = f"to run git without guards: {DISABLE_ENV}=1"
 
 
-class ExitCode(enum.IntEnum):
-    """Every exit status guards itself chooses (a guarded git passes git's own through)."""
+class ExitCode:
+    """Every exit status guards itself chooses (a guarded git passes git's own through).
 
-    OK = 0
+    Plain ints, not an IntEnum: ``enum`` costs every start-up of the guarded git."""
+
+    OK: Final = 0
     #: `doctor` found problems, `rescue restore` left conflicts, a check answered "no".
-    FINDINGS = 1
+    FINDINGS: Final = 1
     #: A usage error: unknown option, bad value, path outside the repository.
-    USAGE = 2
+    USAGE: Final = 2
     #: An internal error (a bug): reported with a pointer to the log, never a traceback.
-    INTERNAL = 3
+    INTERNAL: Final = 3
     #: Guards cannot give a trustworthy answer (unreadable ledger, failed git call, ...).
-    UNKNOWN_STATE = 4
+    UNKNOWN_STATE: Final = 4
     #: A guarded command was refused: foreign or unknown work at risk under policy
     #: `block`, or a rescue failed or could not be verified.
-    REFUSED = 20
+    REFUSED: Final = 20
+
+    ALL: Final = (OK, FINDINGS, USAGE, INTERNAL, UNKNOWN_STATE, REFUSED)
 
 
 class GuardsError(Exception):
     """A problem the user can fix; printed as one line, never as a traceback."""
 
-    exit_code: ExitCode = ExitCode.USAGE
+    exit_code: int = ExitCode.USAGE
 
-    def __init__(self, message: str, *, exit_code: ExitCode | None = None) -> None:
+    def __init__(self, message: str, *, exit_code: int | None = None) -> None:
         super().__init__(message)
         if exit_code is not None:
             self.exit_code = exit_code

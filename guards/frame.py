@@ -17,7 +17,7 @@ from guards.ledger import LEDGER_FILE, SCHEMA, LedgerData
 from guards.output import age, iso, show_path
 from guards.repo import Repo
 
-TYPE_CHECKING = False  # see guards.values: typing costs start-up time
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from typing import Any
 

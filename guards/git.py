@@ -8,10 +8,12 @@ output is parsed from git's NUL-separated machine formats only.
 from __future__ import annotations
 
 import os
-import subprocess
-from collections.abc import Iterable, Mapping, Sequence
 
 from guards.errors import ExitCode, GuardsError
+
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
 
 #: The environment variable that names the real git explicitly (the shim sets it).
 REAL_GIT_ENV = "GUARDS_REAL_GIT"
@@ -116,38 +118,122 @@ def run(
     ``readonly`` adds ``--no-optional-locks``: git then never refreshes the index's stat
     cache, which would otherwise rewrite the very index guards promise not to touch.
     """
-    argv = _argv(args, readonly)
+    run_env = _environment(env, extra_env)
+    if stdin is None and _CAN_SPAWN:
+        result = _Child(_argv(args, readonly, cwd), run_env).wait()
+    else:
+        result = _run_with_input(_argv(args, readonly), cwd, run_env, stdin or b"")
+    if check and result.returncode != 0:
+        raise GitError(args, result.returncode, result.stderr)
+    return result
+
+
+def _run_with_input(
+    argv: list[str], cwd: str | os.PathLike[str] | None, env: dict[str, str], stdin: bytes
+) -> Result:
+    # Feeding stdin while reading two pipes is what subprocess is for; the hot paths
+    # (status, rev-parse, config) never send input, so they never pay for importing it.
+    import subprocess
+
     try:
-        proc = subprocess.run(
-            argv,
-            cwd=cwd,
-            env=_environment(env, extra_env),
-            input=stdin if stdin is not None else b"",
-            capture_output=True,
-            check=False,
-        )
+        proc = subprocess.run(argv, cwd=cwd, env=env, input=stdin, capture_output=True)
     except OSError as e:
         raise GitNotFoundError(f"cannot run git ({argv[0]}): {e.strerror}") from e
-    if check and proc.returncode != 0:
-        raise GitError(args, proc.returncode, proc.stderr)
     return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+#: ``os.posix_spawn`` runs git without importing ``subprocess`` (13 ms from a bare
+#: interpreter: locale, re, enum, signal, threading, selectors), which was most of what
+#: the guarded git and the frame cost on top of git itself.
+_CAN_SPAWN = hasattr(os, "posix_spawn")
+
+
+def _default_signals() -> list[int]:
+    # Python ignores SIGPIPE and SIGXFSZ; git must get them back, as subprocess does.
+    # _signal is the C module behind signal, without signal's enum wrappers (start-up).
+    import _signal  # type: ignore[import-not-found]
+
+    return [getattr(_signal, name) for name in ("SIGPIPE", "SIGXFSZ") if hasattr(_signal, name)]
+
+
+class _Child:
+    """git started with ``os.posix_spawn``: stdin from /dev/null, stdout and stderr
+    captured through pipes that :meth:`wait` drains together (git never blocks on a
+    full pipe while guards waits for the other one)."""
+
+    __slots__ = ("_argv", "_err", "_out", "_pid")
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self._argv = argv
+        self._out, out_w = os.pipe()
+        self._err, err_w = os.pipe()
+        try:
+            self._pid = os.posix_spawn(
+                argv[0],
+                argv,
+                env,
+                file_actions=[
+                    (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                    (os.POSIX_SPAWN_DUP2, out_w, 1),
+                    (os.POSIX_SPAWN_DUP2, err_w, 2),
+                ],
+                setsigdef=_default_signals(),
+            )
+        except OSError as e:
+            os.close(self._out)
+            os.close(self._err)
+            raise GitNotFoundError(f"cannot run git ({argv[0]}): {e.strerror}") from e
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+
+    def wait(self) -> Result:
+        """Read both pipes to their end, then reap git."""
+        import select
+
+        chunks: dict[int, list[bytes]] = {self._out: [], self._err: []}
+        poller = select.poll()
+        for fd in chunks:
+            poller.register(fd, select.POLLIN)
+        try:
+            still_open = len(chunks)
+            while still_open:
+                for fd, _event in poller.poll():
+                    data = os.read(fd, 1 << 17)
+                    if data:
+                        chunks[fd].append(data)
+                    else:
+                        poller.unregister(fd)
+                        still_open -= 1
+        finally:
+            os.close(self._out)
+            os.close(self._err)
+            _, status = os.waitpid(self._pid, 0)
+        return Result(
+            os.waitstatus_to_exitcode(status),
+            b"".join(chunks[self._out]),
+            b"".join(chunks[self._err]),
+        )
 
 
 class Pending:
     """A git call running in the background (see :func:`start`)."""
 
-    __slots__ = ("_args", "_proc")
+    __slots__ = ("_args", "_child", "_done")
 
-    def __init__(self, args: Sequence[str], proc: subprocess.Popen[bytes]) -> None:
+    def __init__(self, args: Sequence[str], child: _Child | None, done: Result | None) -> None:
         self._args = args
-        self._proc = proc
+        self._child = child
+        self._done = done
 
     def result(self, *, check: bool = True) -> Result:
         """Wait for the call; raise :class:`GitError` on failure when ``check``."""
-        stdout, stderr = self._proc.communicate()
-        if check and self._proc.returncode != 0:
-            raise GitError(self._args, self._proc.returncode, stderr)
-        return Result(self._proc.returncode, stdout, stderr)
+        if self._done is None:
+            assert self._child is not None
+            self._done = self._child.wait()
+        if check and self._done.returncode != 0:
+            raise GitError(self._args, self._done.returncode, self._done.stderr)
+        return self._done
 
 
 def start(
@@ -156,23 +242,18 @@ def start(
     """Start the real git without waiting (stdin empty), so that a second call overlaps
     it instead of following it. Its output waits in a pipe until :meth:`Pending.result`
     (git pauses when the pipe is full): meant for calls that answer in a few lines."""
-    argv = _argv(args, readonly)
-    try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=_environment(None, None),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-    except OSError as e:
-        raise GitNotFoundError(f"cannot run git ({argv[0]}): {e.strerror}") from e
-    return Pending(args, proc)
+    if not _CAN_SPAWN:  # no overlap then, the same answer
+        return Pending(args, None, run(args, cwd=cwd, check=False, readonly=readonly))
+    return Pending(args, _Child(_argv(args, readonly, cwd), _environment(None, None)), None)
 
 
-def _argv(args: Sequence[str], readonly: bool) -> list[str]:
+def _argv(
+    args: Sequence[str], readonly: bool, cwd: str | os.PathLike[str] | None = None
+) -> list[str]:
     argv = [real_git()]
+    if cwd is not None:
+        # posix_spawn cannot change directory: git does it (-C is git's own chdir).
+        argv.extend(["-C", os.fspath(cwd)])
     if readonly:
         argv.append("--no-optional-locks")
     argv.extend(args)

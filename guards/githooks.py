@@ -55,10 +55,10 @@ class Verdict:
     """What a check found: ``refused`` blocks the git operation; ``lines`` say why."""
 
     refused: bool = False
-    exit_code: ExitCode = ExitCode.OK
+    exit_code: int = ExitCode.OK
     lines: list[str] = field(default_factory=list)
 
-    def refuse(self, lines: Iterable[str], code: ExitCode = ExitCode.REFUSED) -> Verdict:
+    def refuse(self, lines: Iterable[str], code: int = ExitCode.REFUSED) -> Verdict:
         self.refused = True
         self.exit_code = code
         self.lines.extend(lines)

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from guards.errors import UnknownStateError
 from guards.values import MutableValue
 
-TYPE_CHECKING = False  # see guards.values: typing costs start-up time
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any

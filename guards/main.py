@@ -6,9 +6,12 @@ It imports almost nothing itself: ``guards run`` (every guarded git command) and
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 
 from guards.errors import ExitCode, GuardsError
+
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 #: subcommand name -> module under guards.commands (each has HELP, configure(), run()).
 COMMANDS: dict[str, str] = {

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Sequence
 
-TYPE_CHECKING = False  # see guards.values: typing costs start-up time
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any, TextIO
 
 JSON_SCHEMA_VERSION = 1

@@ -8,7 +8,7 @@ from guards import git
 from guards.errors import ExitCode, GuardsError
 from guards.values import Value
 
-TYPE_CHECKING = False  # see guards.values: typing costs start-up time
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from pathlib import Path
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import enum
 import os
 import re
-import subprocess
 import time
 
 from guards.errors import UsageError
@@ -154,6 +153,8 @@ def _boot_id() -> str:
 
 
 def _ps_start_time(pid: int) -> str | None:
+    import subprocess  # lazily: only where there is no /proc (start-up time)
+
     try:
         res = subprocess.run(
             ["ps", "-o", "lstart=", "-p", str(pid)], capture_output=True, text=True, check=False

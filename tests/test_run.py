@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import git, run_guards
+from tests.conftest import PROJECT_ROOT, git, run_guards
 from tests.guarded import install_aliases, install_shim, run_via
 
 ALICE = {"GUARDS_SESSION": "alice"}
@@ -341,3 +344,20 @@ def test_a_pathspec_git_refuses_is_refused_by_git_itself(repo: Path, pathspec: s
     guarded = run_via("guards-run", ["rm", "-rf", pathspec], repo, env=BOB)
     assert guarded.returncode == plain.returncode == 128
     assert guarded.stderr == plain.stderr
+
+
+def test_nothing_at_risk_imports_only_what_it_needs(repo: Path) -> None:
+    # The guarded git's common case (a clean tree) must stay cheap to start: these
+    # modules cost milliseconds each (see guards.values and benchmarks/README.md).
+    heavy = ("argparse", "dataclasses", "enum", "json", "pathlib", "re", "subprocess", "typing")
+    code = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(PROJECT_ROOT)!r})\n"
+        "from guards.commands.run import _guard\n"
+        "_guard(['reset', '-q', '--hard'])\n"
+        f"print([m for m in {heavy!r} if m in sys.modules])\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-S", "-c", code], cwd=repo, env=dict(os.environ), capture_output=True
+    )
+    assert (res.returncode, res.stdout, res.stderr) == (0, b"[]\n", b"")

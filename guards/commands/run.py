@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
 
 from guards import git
 from guards.errors import DISABLE_ENV, OVERRIDE_HINT, ExitCode, GuardsError, UsageError
 from guards.output import error
 
-TYPE_CHECKING = False  # see guards.values: typing costs start-up time
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Sequence
     from typing import NoReturn
 
 HELP = "the guarded git: rescue foreign work, then run git with the same arguments"
