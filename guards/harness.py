@@ -24,11 +24,13 @@ import functools
 import itertools
 import os
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from guards.values import MutableValue, Value
+
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
     from guards.cmdline import GitCommand
     from guards.rescue import RescueResult
 
@@ -104,18 +106,26 @@ class ShellSyntaxError(ValueError):
 # Lexing: words as parts (literal text, variable, command substitution, unknown)
 
 
-@dataclass
-class Part:
-    #: "lit", "var", "sub" (command substitution: text is the program) or "unknown"
-    kind: str
-    text: str
-    quoted: bool = False
+class Part(Value):
+    """A piece of a word: literal text, a variable, a command substitution, unknown."""
+
+    __slots__ = ("kind", "quoted", "text")
+
+    def __init__(self, kind: str, text: str, quoted: bool = False) -> None:
+        #: "lit", "var", "sub" (command substitution: text is the program) or "unknown"
+        self.kind = kind
+        self.text = text
+        self.quoted = quoted
 
 
-@dataclass
-class Word:
-    parts: list[Part]
-    raw: str
+class Word(Value):
+    """A shell word as its parts, and as written."""
+
+    __slots__ = ("parts", "raw")
+
+    def __init__(self, parts: list[Part], raw: str) -> None:
+        self.parts = parts
+        self.raw = raw
 
     @property
     def plain(self) -> str | None:
@@ -129,19 +139,27 @@ class Word:
         return all(p.kind == "lit" and not p.quoted for p in self.parts)
 
 
-@dataclass
-class Token:
-    kind: str  # "word", "op", "eof"
-    value: str = ""
-    word: Word | None = None
+class Token(Value):
+    __slots__ = ("kind", "value", "word")
+
+    def __init__(self, kind: str, value: str = "", word: Word | None = None) -> None:
+        self.kind = kind  # "word", "op", "eof"
+        self.value = value
+        self.word = word
 
 
-@dataclass
-class Heredoc:
-    delimiter: str
-    strip_tabs: bool
-    quoted: bool
-    body: str | None = None
+class Heredoc(MutableValue):
+    """A here-document; its body is read after the line that opens it."""
+
+    __slots__ = ("body", "delimiter", "quoted", "strip_tabs")
+
+    def __init__(
+        self, delimiter: str, strip_tabs: bool, quoted: bool, body: str | None = None
+    ) -> None:
+        self.delimiter = delimiter
+        self.strip_tabs = strip_tabs
+        self.quoted = quoted
+        self.body = body
 
 
 class Lexer:
@@ -387,18 +405,26 @@ class Lexer:
 # What the line does
 
 
-@dataclass(frozen=True)
-class GitCall:
+class GitCall(Value):
     """One git invocation the line will make."""
 
-    #: Arguments after ``git``; an unknown word (an expansion we cannot see) is None.
-    argv: tuple[str | None, ...]
-    #: The directory it runs in; None when a ``cd`` went somewhere we cannot tell.
-    cwd: str | None
-    #: Variables set for it (``VAR=v git``, ``export``); None values are unknown.
-    env: tuple[tuple[str, str | None], ...]
-    #: ``xargs``/``find -exec`` add arguments only known when it runs.
-    more_args: bool = False
+    __slots__ = ("argv", "cwd", "env", "more_args")
+
+    def __init__(
+        self,
+        argv: tuple[str | None, ...],
+        cwd: str | None,
+        env: tuple[tuple[str, str | None], ...],
+        more_args: bool = False,
+    ) -> None:
+        #: Arguments after ``git``; an unknown word (an expansion we cannot see) is None.
+        self.argv = argv
+        #: The directory it runs in; None when a ``cd`` went somewhere we cannot tell.
+        self.cwd = cwd
+        #: Variables set for it (``VAR=v git``, ``export``); None values are unknown.
+        self.env = env
+        #: ``xargs``/``find -exec`` add arguments only known when it runs.
+        self.more_args = more_args
 
     @property
     def known(self) -> bool:
@@ -412,33 +438,48 @@ class GitCall:
         return line if len(line) <= 80 else line[:77] + "..."
 
 
-@dataclass(frozen=True)
-class Opaque:
+class Opaque(Value):
     """Something that could run git in a way the line does not show."""
 
-    reason: str
-    cwd: str | None
+    __slots__ = ("cwd", "reason")
+
+    def __init__(self, reason: str, cwd: str | None) -> None:
+        self.reason = reason
+        self.cwd = cwd
 
 
-@dataclass
-class Analysis:
-    calls: list[GitCall] = field(default_factory=list)
-    opaque: list[Opaque] = field(default_factory=list)
-    #: Every directory the line may work in (its start and each ``cd``).
-    dirs: list[str] = field(default_factory=list)
+class Analysis(MutableValue):
+    """Every git call a line makes, what could run git unseen, where it works."""
+
+    __slots__ = ("calls", "dirs", "opaque")
+
+    def __init__(self, dirs: list[str] | None = None) -> None:
+        self.calls: list[GitCall] = []
+        self.opaque: list[Opaque] = []
+        #: Every directory the line may work in (its start and each ``cd``).
+        self.dirs = [] if dirs is None else dirs
 
     @property
     def runs_git(self) -> bool:
         return bool(self.calls or self.opaque)
 
 
-@dataclass
-class _State:
-    cwd: str | None
-    vars: dict[str, str | None]
-    exported: dict[str, str | None]
-    stack: list[str | None] = field(default_factory=list)
-    oldpwd: str | None = None
+class _State(MutableValue):
+    __slots__ = ("cwd", "exported", "oldpwd", "stack", "vars")
+
+    def __init__(
+        self,
+        cwd: str | None,
+        vars: dict[str, str | None],
+        exported: dict[str, str | None],
+        stack: list[str | None] | None = None,
+        oldpwd: str | None = None,
+    ) -> None:
+        self.cwd = cwd
+        self.vars = vars
+        self.exported = exported
+        self.stack = [] if stack is None else stack
+        self.oldpwd = oldpwd
 
     def copy(self) -> _State:
         return _State(self.cwd, dict(self.vars), dict(self.exported), list(self.stack), self.oldpwd)
@@ -1098,16 +1139,18 @@ def patch_paths(body: str) -> list[str]:
 UNKNOWN_WORD = "guards-unknown-word"
 
 
-@dataclass
-class Verdict:
+class Verdict(MutableValue):
     """What the hook answers for a shell line."""
 
-    #: Why the line must not run (None: it may run).
-    deny: str | None = None
-    #: One line per rescue (``guards: rescued ... to <ref>; restore: ...``).
-    rescued: list[str] = field(default_factory=list)
-    #: The directories the line works in (its start and each ``cd``).
-    dirs: list[str] = field(default_factory=list)
+    __slots__ = ("deny", "dirs", "rescued")
+
+    def __init__(self, dirs: list[str] | None = None) -> None:
+        #: Why the line must not run (None: it may run).
+        self.deny: str | None = None
+        #: One line per rescue (``guards: rescued ... to <ref>; restore: ...``).
+        self.rescued: list[str] = []
+        #: The directories the line works in (its start and each ``cd``).
+        self.dirs = [] if dirs is None else dirs
 
 
 def _nearest_dir(path: str) -> str:
@@ -1250,11 +1293,13 @@ def _guard_call(
         # of that work tree is at risk.
         _guard_everything(cmd.cwd, cmd_env, call.text(), verdict, guarded_everything, cmd=cmd)
         return True
-    from guards import blast, cmdline, guard
+    from guards import blast, cmdline
 
     with cmdline.command_environment(cmd):
         radius = blast.blast_radius(cmd)
         if not radius.empty():
+            from guards import guard  # only now: the decision machinery is heavy to import
+
             _report(guard.protect(cmd, radius, report=False), verdict)
     return True
 

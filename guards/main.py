@@ -1,7 +1,8 @@
 """The entry point of ``guards``: one subcommand module each under guards.commands.
 
-It imports almost nothing itself: ``guards run`` (every guarded git command) and
-``guards frame`` (every agent turn) are dispatched before argparse (guards.cli) loads."""
+It imports almost nothing itself: ``guards run`` (every guarded git command),
+``guards frame`` (every agent turn) and ``guards agent-hook`` (every tool call) are
+dispatched before argparse (guards.cli) loads."""
 
 from __future__ import annotations
 
@@ -42,6 +43,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             from guards.commands.run import main as guarded_git
 
             return guarded_git(args_list[1:])
+        if args_list[:1] == ["agent-hook"] and len(args_list) == 2:
+            # Every tool call of an agent: the harness name is the only argument.
+            from guards.commands import agent_hook
+
+            if args_list[1] in agent_hook.HARNESSES:
+                return agent_hook.main(args_list[1], sys.stdin.buffer.read())
         if args_list[:1] == ["frame"]:
             # Before every agent turn: its few options are read without argparse.
             from guards.commands.frame import fast_main
