@@ -161,13 +161,15 @@ class _Child:
     captured through pipes that :meth:`wait` drains together (git never blocks on a
     full pipe while guards waits for the other one)."""
 
-    __slots__ = ("_argv", "_err", "_out", "_pid")
+    __slots__ = ("_err", "_out", "_pid")
 
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
-        self._argv = argv
-        self._out, out_w = os.pipe()
-        self._err, err_w = os.pipe()
+        opened: list[int] = []
         try:
+            self._out, out_w = os.pipe()
+            opened += [self._out, out_w]
+            self._err, err_w = os.pipe()
+            opened += [self._err, err_w]
             self._pid = os.posix_spawn(
                 argv[0],
                 argv,
@@ -180,12 +182,11 @@ class _Child:
                 setsigdef=_default_signals(),
             )
         except OSError as e:
-            os.close(self._out)
-            os.close(self._err)
+            for fd in opened:
+                os.close(fd)
             raise GitNotFoundError(f"cannot run git ({argv[0]}): {e.strerror}") from e
-        finally:
-            os.close(out_w)
-            os.close(err_w)
+        os.close(out_w)  # git holds the write ends now: EOF comes when it exits
+        os.close(err_w)
 
     def wait(self) -> Result:
         """Read both pipes to their end, then reap git."""
