@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import generate_repo, guards_cmd, report, run_cmd, timeit
+from benchmarks.common import generate_repo, guards_script, report, run_cmd, timeit
 from guards.attribution import Attribution, fingerprint
 from guards.ledger import Ledger
 
@@ -39,9 +39,11 @@ def main() -> None:
             opts.repeat,
         )
         startup = timeit(run_cmd([sys.executable, "-c", "pass"], repo), opts.repeat)
-        guards = timeit(run_cmd(guards_cmd("status"), repo, {"GUARDS_SESSION": "s0"}), opts.repeat)
+        guards = timeit(
+            run_cmd(guards_script("status"), repo, {"GUARDS_SESSION": "s0"}), opts.repeat
+        )
         guards_json = timeit(
-            run_cmd(guards_cmd("status", "--json"), repo, {"GUARDS_SESSION": "s0"}), opts.repeat
+            run_cmd(guards_script("status", "--json"), repo, {"GUARDS_SESSION": "s0"}), opts.repeat
         )
     budget = 1.5 * git_status + startup
     report(

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from types import ModuleType
-from typing import NoReturn
 
 from guards import __version__
 from guards.errors import ExitCode
 from guards.main import COMMANDS
 from guards.output import error
+
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
+if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import NoReturn
 
 
 class Parser(argparse.ArgumentParser):

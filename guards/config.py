@@ -226,12 +226,27 @@ KEYS: dict[str, Key] = {
 }
 
 
+def user_config_file() -> str:
+    """The user's settings file: ``platformdirs.user_config_dir("guards")``/config.toml.
+
+    On Linux it is computed the way platformdirs does it ($XDG_CONFIG_HOME, else
+    ~/.config): importing platformdirs (and the tempfile and random it pulls in) would
+    cost every command that reads settings several milliseconds.
+    """
+    if sys.platform.startswith("linux"):
+        base = os.environ.get("XDG_CONFIG_HOME", "")
+        if not base.strip():
+            base = os.path.expanduser("~/.config")
+        return os.path.join(base, "guards", CONFIG_FILE)
+    from platformdirs import user_config_dir
+
+    return os.path.join(user_config_dir("guards"), CONFIG_FILE)
+
+
 def user_config_path() -> Path:
     from pathlib import Path
 
-    from platformdirs import user_config_dir  # lazily: the guarded hot path rarely needs it
-
-    return Path(user_config_dir("guards")) / CONFIG_FILE
+    return Path(user_config_file())
 
 
 def repo_config_path(ledger_dir: Path) -> Path:

@@ -101,6 +101,17 @@ def read_dirty(
     return parse_porcelain_v2(repo.run(args).stdout)
 
 
+def start_reading(*, ignored: bool = False) -> git.Pending:
+    """:func:`read_dirty` for the repository around the current directory, started in
+    the background: porcelain paths are relative to the top level wherever git runs, so
+    the scan can begin before the repository is even discovered."""
+    return git.start(git.status_args(ignored=ignored))
+
+
+def finish_reading(started: git.Pending) -> list[DirtyPath]:
+    return parse_porcelain_v2(started.result().stdout)
+
+
 def parse_porcelain_v2(data: bytes) -> list[DirtyPath]:
     records = git.zsplit(data)
     out: list[DirtyPath] = []

@@ -240,9 +240,9 @@ class Pending:
 def start(
     args: Sequence[str], *, cwd: str | os.PathLike[str] | None = None, readonly: bool = True
 ) -> Pending:
-    """Start the real git without waiting (stdin empty), so that a second call overlaps
+    """Start the real git without waiting (stdin empty), so that other work overlaps
     it instead of following it. Its output waits in a pipe until :meth:`Pending.result`
-    (git pauses when the pipe is full): meant for calls that answer in a few lines."""
+    drains it (git pauses whenever the pipe is full)."""
     if not _CAN_SPAWN:  # no overlap then, the same answer
         return Pending(args, None, run(args, cwd=cwd, check=False, readonly=readonly))
     return Pending(args, _Child(_argv(args, readonly, cwd), _environment(None, None)), None)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from guards import session as sessions
@@ -14,14 +13,20 @@ from guards.dirty import DirtyPath
 from guards.errors import GuardsError, UsageError
 from guards.ledger import Ledger, LedgerData, LedgerUnreadableError
 from guards.repo import Repo, discover
+from guards.values import Value
 
 
-@dataclass
-class Workspace:
-    repo: Repo
-    config: Config
-    ledger: Ledger
-    caller: str | None
+class Workspace(Value):
+    """The repository, its settings and ledger, and the calling session (None when
+    unidentified)."""
+
+    __slots__ = ("caller", "config", "ledger", "repo")
+
+    def __init__(self, repo: Repo, config: Config, ledger: Ledger, caller: str | None) -> None:
+        self.repo = repo
+        self.config = config
+        self.ledger = ledger
+        self.caller = caller
 
     @classmethod
     def open(cls, cwd: str | os.PathLike[str] | None = None) -> Workspace:

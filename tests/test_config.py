@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,22 @@ def test_size_and_duration_parsing() -> None:
     assert parse_duration("2w") == 14 * 86400.0
     with pytest.raises(ValueError):
         parse_size("-1")
+
+
+@pytest.mark.parametrize("xdg", ["set", "unset", "blank"])
+def test_the_user_file_is_where_platformdirs_puts_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, xdg: str
+) -> None:
+    # Computed without importing platformdirs on Linux: it must agree with it.
+    from platformdirs import user_config_dir
+
+    from guards import config
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    if xdg == "unset":
+        monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg") if xdg == "set" else "  ")
+    expected = os.path.join(user_config_dir("guards"), config.CONFIG_FILE)
+    assert config.user_config_file() == expected
+    assert config.user_config_path() == Path(expected)

@@ -217,18 +217,6 @@ def test_json_form_when_clean_or_outside_a_repository(repo: Path, tmp_path: Path
     assert outside["repository"] is None and outside["total"] == 0
 
 
-def test_frame_finds_the_user_config_file_where_config_does(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    from guards import config
-    from guards.commands.frame import user_config_path
-
-    assert user_config_path() == str(config.user_config_path())
-    monkeypatch.delenv("XDG_CONFIG_HOME")
-    monkeypatch.setenv("HOME", str(tmp_path))
-    assert user_config_path() == str(config.user_config_path())
-
-
 def test_max_paths_from_the_user_and_repository_config_files(repo: Path) -> None:
     for i in range(6):
         (repo / f"f{i}.txt").write_text("x\n")

@@ -86,3 +86,16 @@ def test_exit_codes_are_documented_in_the_readme() -> None:
     readme = (PROJECT_ROOT / "README.md").read_text()
     for code in ExitCode.ALL:
         assert re.search(rf"\|\s*`?{int(code)}`?\s*\|", readme), code
+
+
+def test_flag_only_commands_read_their_flags_without_argparse(repo: Path) -> None:
+    # guards.main runs `status` and `doctor` without argparse when given only their FLAGS;
+    # anything else still goes through the full parser and its one-line errors.
+    (repo / "new.txt").write_text("x\n")
+    both = run_guards("status", "--ignored", "--json", cwd=repo)
+    assert both.returncode == 0 and '"new.txt"' in both.stdout
+    for bad in (["status", "--json", "extra"], ["status", "--bogus"], ["doctor", "-x"]):
+        res = run_guards(*bad, cwd=repo)
+        assert res.returncode == ExitCode.USAGE, bad
+        assert res.stderr.count("\n") == 1 and res.stderr.startswith("guards: "), bad
+    assert run_guards("status", "--help", cwd=repo).stdout.startswith("usage: guards status")

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
-import argparse
-from typing import TYPE_CHECKING
-
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
+    import argparse
+
     from guards.doctor import Finding
 
 HELP = "audit hooks, ledger, sessions, dirty paths, stashes, rescues, worktrees and branches"
 
 
+#: Every option is an on/off flag: guards.main runs the command without argparse.
+FLAGS = {"--json": "machine-readable (see README)"}
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="machine-readable (see README)")
+    for flag, text in FLAGS.items():
+        parser.add_argument(flag, action="store_true", help=text)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -146,8 +146,7 @@ def _parse_max(value: str | None) -> int | None:
 def _configured_max(repo: Repo) -> int:
     """``frame.max_paths``: environment, then repository file, then user file.
 
-    The same precedence as ``Config.get``, but the user file is found without importing
-    ``platformdirs`` on Linux (a fifth of the frame's own cost) and only when needed.
+    The same precedence as ``Config.get``, read without pathlib and only when needed.
     """
     import os
 
@@ -160,7 +159,7 @@ def _configured_max(repo: Repo) -> int:
         if key.env in os.environ:
             return int(config.validate(name, os.environ[key.env], f"environment {key.env}"))
         repo_file = os.path.join(repo.ledger_dir_text, config.CONFIG_FILE)
-        for path in (repo_file, user_config_path()):
+        for path in (repo_file, config.user_config_file()):
             values = config.read_file(path)
             if name in values:
                 return int(key.parse(values[name]))
@@ -170,22 +169,6 @@ def _configured_max(repo: Repo) -> int:
 
         error(f"frame: {e}; listing up to {DEFAULT_MAX} paths")
         return DEFAULT_MAX
-
-
-def user_config_path() -> str:
-    """``guards.config.user_config_path()``, computed as platformdirs does on Linux (and
-    as text: the frame never imports pathlib)."""
-    import os
-    import sys
-
-    from guards import config
-
-    if not sys.platform.startswith("linux"):
-        return str(config.user_config_path())
-    base = os.environ.get("XDG_CONFIG_HOME", "")
-    if not base.strip():
-        base = os.path.expanduser("~/.config")
-    return os.path.join(base, "guards", config.CONFIG_FILE)
 
 
 def _caller() -> str | None:

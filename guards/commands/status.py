@@ -2,37 +2,53 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
-from dataclasses import dataclass
-from typing import Any
 
 from guards import output
 from guards.attribution import Owner
-from guards.dirty import DirtyPath, read_dirty
+from guards.dirty import DirtyPath, finish_reading, read_dirty, start_reading
 from guards.errors import ExitCode
+from guards.values import Value
 from guards.workspace import Workspace, release_stale
+
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any
 
 HELP = "dirty paths with owner, class (mine/foreign/unknown) and age"
 
 
+#: Every option is an on/off flag: guards.main runs the command without argparse.
+FLAGS = {"--json": "machine-readable (see README)", "--ignored": "list ignored files too"}
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="machine-readable (see README)")
-    parser.add_argument("--ignored", action="store_true", help="list ignored files too")
+    for flag, text in FLAGS.items():
+        parser.add_argument(flag, action="store_true", help=text)
 
 
-@dataclass(frozen=True)
-class Row:
-    dirty: DirtyPath
-    owner: Owner
-    #: when the path became what it is: recorded time, else its mtime (None if deleted)
-    since: float | None
-    since_source: str | None
+class Row(Value):
+    """A dirty path, its owner, and since when it is what it is."""
+
+    __slots__ = ("dirty", "owner", "since", "since_source")
+
+    def __init__(
+        self, dirty: DirtyPath, owner: Owner, since: float | None, since_source: str | None
+    ) -> None:
+        self.dirty = dirty
+        self.owner = owner
+        #: when the path became what it is: recorded time, else its mtime (None if deleted)
+        self.since = since
+        self.since_source = since_source
 
 
-def collect(ws: Workspace, ignored: bool = False) -> tuple[list[Row], str | None]:
-    dirty = read_dirty(ws.repo, ignored=ignored)
+def collect(
+    ws: Workspace, ignored: bool = False, dirty: list[DirtyPath] | None = None
+) -> tuple[list[Row], str | None]:
+    if dirty is None:
+        dirty = read_dirty(ws.repo, ignored=ignored)
     data, problem = ws.read_ledger()
     owners = ws.owners(dirty, data)
     if data is not None:
@@ -51,8 +67,15 @@ def collect(ws: Workspace, ignored: bool = False) -> tuple[list[Row], str | None
 
 
 def run(args: argparse.Namespace) -> int:
-    ws = Workspace.open()
-    rows, problem = collect(ws, ignored=args.ignored)
+    # git status (nearly all of the cost) scans while the repository is discovered and
+    # the settings are read.
+    started = start_reading(ignored=args.ignored)
+    try:
+        ws = Workspace.open()
+    except BaseException:
+        started.result(check=False)  # not left behind as a zombie
+        raise
+    rows, problem = collect(ws, ignored=args.ignored, dirty=finish_reading(started))
     if problem:
         output.error(problem)
     if args.json:
