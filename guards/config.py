@@ -336,16 +336,21 @@ def write_file(path: Path, flat: Mapping[str, Any]) -> None:
 class Config:
     """Resolved settings for one repository (or none, outside a repository)."""
 
-    def __init__(self, ledger_dir: Path | None, env: Mapping[str, str] | None = None) -> None:
-        self._ledger_dir = ledger_dir
+    def __init__(
+        self, ledger_dir: str | os.PathLike[str] | None, env: Mapping[str, str] | None = None
+    ) -> None:
+        # The files as text: reading settings never needs pathlib (start-up time).
+        self._repo_file = (
+            None if ledger_dir is None else os.path.join(os.fspath(ledger_dir), CONFIG_FILE)
+        )
         self._env = os.environ if env is None else env
         self._files: dict[str, Any] | None = None
 
     def _file_values(self) -> dict[str, Any]:
         if self._files is None:
-            values = read_file(user_config_path())
-            if self._ledger_dir is not None:
-                values.update(read_file(repo_config_path(self._ledger_dir)))
+            values = read_file(user_config_file())
+            if self._repo_file is not None:
+                values.update(read_file(self._repo_file))
             self._files = values
         return self._files
 
@@ -353,9 +358,9 @@ class Config:
         k = key(name)
         if k.env in self._env:
             return f"env {k.env}"
-        if self._ledger_dir is not None and name in read_file(repo_config_path(self._ledger_dir)):
+        if self._repo_file is not None and name in read_file(self._repo_file):
             return "repo"
-        if name in read_file(user_config_path()):
+        if name in read_file(user_config_file()):
             return "user"
         return "default"
 

@@ -92,11 +92,25 @@ class LedgerData(MutableValue):
 
 
 class Ledger:
-    def __init__(self, directory: Path, lock_timeout: float = 10.0) -> None:
-        self.directory = directory
-        self.path = directory / LEDGER_FILE
-        self.lock_path = directory / LOCK_FILE
+    def __init__(self, directory: str | os.PathLike[str], lock_timeout: float = 10.0) -> None:
+        # Kept as text: reading (status, the frame) never needs pathlib (start-up time).
+        self._directory = os.fspath(directory)
+        self._file = os.path.join(self._directory, LEDGER_FILE)
         self.lock_timeout = lock_timeout
+
+    @property
+    def directory(self) -> Path:
+        from pathlib import Path
+
+        return Path(self._directory)
+
+    @property
+    def path(self) -> Path:
+        return self.directory / LEDGER_FILE
+
+    @property
+    def lock_path(self) -> Path:
+        return self.directory / LOCK_FILE
 
     # -- reading (no lock: writers replace the file atomically) -----------------------
 
@@ -109,12 +123,13 @@ class Ledger:
 
     def _read(self, *, locked: bool) -> LedgerData:
         try:
-            raw = self.path.read_bytes()
+            with open(self._file, "rb") as f:
+                raw = f.read()
         except FileNotFoundError:
             return LedgerData()
         except OSError as e:
             raise LedgerUnreadableError(
-                f"ledger {self.path} is unreadable ({e.strerror}); ownership is unknown"
+                f"ledger {self._file} is unreadable ({e.strerror}); ownership is unknown"
             ) from e
         return self._parse(raw, locked)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 from guards import session as sessions
 from guards.attribution import UNKNOWN_OWNER, Owner, classify
@@ -31,8 +30,9 @@ class Workspace(Value):
     @classmethod
     def open(cls, cwd: str | os.PathLike[str] | None = None) -> Workspace:
         repo = discover(cwd)
-        config = Config(repo.ledger_dir)
-        ledger = Ledger(repo.ledger_dir, lock_timeout=float(config.get("ledger.lock_timeout")))
+        config = Config(repo.ledger_dir_text)
+        lock_timeout = float(config.get("ledger.lock_timeout"))
+        ledger = Ledger(repo.ledger_dir_text, lock_timeout=lock_timeout)
         return cls(repo=repo, config=config, ledger=ledger, caller=sessions.caller_id())
 
     def read_ledger(self) -> tuple[LedgerData | None, LedgerUnreadableError | None]:
@@ -47,13 +47,15 @@ class Workspace(Value):
         if data is None:
             return [UNKNOWN_OWNER for _ in dirty]
         records = data.paths.get(self.repo.worktree_key, {})
-        top = os.fsdecode(self.repo.worktree)
+        top = self.repo.worktree_key
         fmt = self.repo.object_format
         join = os.path.join  # strings, not Paths: this runs once per dirty path
         return [classify(records.get(d.path), join(top, d.path), self.caller, fmt) for d in dirty]
 
     def repo_relative(self, user_path: str) -> str:
         """A path as the user typed it (relative to the cwd) -> repository-relative."""
+        from pathlib import Path  # here: reading (status) never needs it
+
         top = self.repo.worktree
         absolute = Path(os.path.abspath(user_path))
         # Resolve the directories but not the last component: a symlink is itself a file.

@@ -210,3 +210,33 @@ def test_status_on_unborn_branch(tmp_path: Path) -> None:
     (tmp_path / "fresh" / "a").write_text("a\n")
     st = status(tmp_path / "fresh")
     assert st["a"]["untracked"] is True
+
+
+def test_status_imports_nothing_heavy(repo: Path) -> None:
+    # `guards status` reads: git status, the ledger, the settings. None of these modules
+    # is needed for that, and each costs milliseconds of start-up (see guards.values).
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import PROJECT_ROOT
+
+    (repo / "new.txt").write_text("x\n")
+    heavy = ("argparse", "dataclasses", "pathlib", "platformdirs", "subprocess", "typing")
+    code = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(PROJECT_ROOT)!r})\n"
+        "from guards.main import main\n"
+        "status = main(['status', '--json'])\n"
+        "sys.stdout.flush()\n"
+        f"print('IMPORTED', [m for m in {heavy!r} if m in sys.modules], status, file=sys.stderr)\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        cwd=repo,
+        env={**os.environ, "GUARDS_SESSION": "alice"},
+        capture_output=True,
+        text=True,
+    )
+    assert res.stderr == "IMPORTED [] 0\n"
+    assert '"new.txt"' in res.stdout

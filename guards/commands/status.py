@@ -53,7 +53,7 @@ def collect(
     owners = ws.owners(dirty, data)
     if data is not None:
         release_stale(ws, data, dirty, ignored_listed=ignored)
-    top = os.fsdecode(ws.repo.worktree)
+    top = ws.repo.worktree_key
     rows = []
     for d, owner in zip(dirty, owners, strict=True):
         if owner.recorded is not None:
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
 def _as_json(ws: Workspace, rows: list[Row], problem: str | None) -> dict[str, Any]:
     now = time.time()
     return {
-        "repository": os.fsdecode(ws.repo.common_dir),
+        "repository": ws.repo.common_dir_text,
         "worktree": ws.repo.worktree_key,
         "caller": ws.caller,
         "ledger": {"ok": problem is None, "problem": problem},
