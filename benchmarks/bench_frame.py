@@ -19,9 +19,6 @@ Usage: python benchmarks/bench_frame.py [--files 20000] [--dirty 200] [--attribu
 from __future__ import annotations
 
 import argparse
-import resource
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import env, generate_repo, guards_script, report
+from benchmarks.common import env, generate_repo, guards_script, interleaved, report
 from guards.attribution import Attribution, fingerprint
 from guards.ledger import Ledger
 
@@ -70,7 +67,7 @@ def main() -> None:
             "clean tree: baseline": ([sys.executable, "-c", baseline_code], clean),
             "clean tree: guards frame": (guards_script("frame"), clean),
         }
-        times, cpu = _interleaved(commands, run_env, opts.repeat)
+        times, cpu = interleaved(commands, run_env, opts.repeat)
     rows = list(times.items())
     report(
         f"frame: {opts.files} tracked, {len(dirty)} dirty, {opts.attributed} attributed",
@@ -92,34 +89,6 @@ def _bytecode_env(cache: Path) -> dict[str, str]:
     e = env(PYTHONPYCACHEPREFIX=str(cache))
     e.pop("PYTHONDONTWRITEBYTECODE", None)
     return e
-
-
-def _interleaved(
-    commands: dict[str, tuple[list[str], Path]], run_env: dict[str, str], repeat: int
-) -> tuple[dict[str, float], dict[str, float]]:
-    """Median wall and CPU time of each command, run in rotation so load hits all alike.
-
-    CPU time (user + system of the child and its git) is the steadier figure on a
-    shared machine.
-    """
-    wall: dict[str, list[float]] = {name: [] for name in commands}
-    cpu: dict[str, list[float]] = {name: [] for name in commands}
-    for round_ in range(repeat + 1):
-        for name, (args, cwd) in commands.items():
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            start = time.perf_counter()
-            subprocess.run(args, cwd=cwd, env=run_env, check=True, stdout=subprocess.DEVNULL)
-            elapsed = time.perf_counter() - start
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            if round_:  # the first round warms caches (and writes the bytecode)
-                wall[name].append(elapsed)
-                cpu[name].append(
-                    after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-                )
-    return (
-        {name: statistics.median(values) for name, values in wall.items()},
-        {name: statistics.median(values) for name, values in cpu.items()},
-    )
 
 
 def _write_ledger(repo: Path, attributed: list[str], sessions: int) -> None:

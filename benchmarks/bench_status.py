@@ -1,6 +1,8 @@
 """guards status against plain `git status --porcelain=v2 -z`, side by side in one run.
 
-Target (issue 2): guards' cost <= 1.5x git's plus interpreter start-up.
+Target (issue 2): guards' cost <= 1.5x git's plus interpreter start-up. The commands run
+in rotation (load hits all alike); guards runs as the installed console script. Measure
+with a clean install's interpreter (see README.md).
 Usage: python benchmarks/bench_status.py [--files 50000] [--dirty 1000] [--records 5000]
 """
 
@@ -14,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import generate_repo, guards_script, report, run_cmd, timeit
+from benchmarks.common import env, generate_repo, guards_script, interleaved, report
 from guards.attribution import Attribution, fingerprint
 from guards.ledger import Ledger
 
@@ -34,17 +36,19 @@ def main() -> None:
         for rel in dirty:
             (repo / rel).write_text("changed\n")
         _write_ledger(repo, dirty, opts.records)
-        git_status = timeit(
-            run_cmd(["git", "--no-optional-locks", "status", "--porcelain=v2", "-z"], repo),
-            opts.repeat,
-        )
-        startup = timeit(run_cmd([sys.executable, "-c", "pass"], repo), opts.repeat)
-        guards = timeit(
-            run_cmd(guards_script("status"), repo, {"GUARDS_SESSION": "s0"}), opts.repeat
-        )
-        guards_json = timeit(
-            run_cmd(guards_script("status", "--json"), repo, {"GUARDS_SESSION": "s0"}), opts.repeat
-        )
+        run_env = env(GUARDS_SESSION="s0")
+        commands = {
+            "git status": (
+                ["git", "--no-optional-locks", "status", "--porcelain=v2", "-z"],
+                repo,
+            ),
+            "start-up": ([sys.executable, "-c", "pass"], repo),
+            "guards status": (guards_script("status"), repo),
+            "guards status --json": (guards_script("status", "--json"), repo),
+        }
+        times, _cpu = interleaved(commands, run_env, opts.repeat)
+    git_status, startup = times["git status"], times["start-up"]
+    guards, guards_json = times["guards status"], times["guards status --json"]
     budget = 1.5 * git_status + startup
     report(
         f"status: {opts.files} tracked, {len(dirty)} dirty, {opts.records} ledger records",

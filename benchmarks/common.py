@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -102,3 +103,31 @@ def report(title: str, rows: list[tuple[str, float]]) -> None:
     width = max(len(name) for name, _ in rows)
     for name, seconds in rows:
         print(f"  {name.ljust(width)}  {seconds * 1000:9.1f} ms")
+
+
+def interleaved(
+    commands: dict[str, tuple[list[str], Path]], run_env: dict[str, str], repeat: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Median wall and CPU time of each command, run in rotation so load hits all alike.
+
+    CPU time (user + system of the child and its git) is the steadier figure on a
+    shared machine.
+    """
+    wall: dict[str, list[float]] = {name: [] for name in commands}
+    cpu: dict[str, list[float]] = {name: [] for name in commands}
+    for round_ in range(repeat + 1):
+        for name, (args, cwd) in commands.items():
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter()
+            subprocess.run(args, cwd=cwd, env=run_env, check=True, stdout=subprocess.DEVNULL)
+            elapsed = time.perf_counter() - start
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if round_:  # the first round warms caches (and writes the bytecode)
+                wall[name].append(elapsed)
+                cpu[name].append(
+                    after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+                )
+    return (
+        {name: statistics.median(values) for name, values in wall.items()},
+        {name: statistics.median(values) for name, values in cpu.items()},
+    )
