@@ -489,7 +489,7 @@ def frame_text(cwd: str, caller: str | None) -> str:
     if not found.entries:
         return ""
     try:
-        max_paths = int(Config(repo.ledger_dir).get("frame.max_paths"))
+        max_paths = int(Config(repo.ledger_dir_text).get("frame.max_paths"))
     except (GuardsError, ValueError):
         max_paths = 20
     return frame.render(found, max_paths)

@@ -144,26 +144,13 @@ def _parse_max(value: str | None) -> int | None:
 
 
 def _configured_max(repo: Repo) -> int:
-    """``frame.max_paths``: environment, then repository file, then user file.
-
-    The same precedence as ``Config.get``, read without pathlib and only when needed.
-    """
-    import os
-
-    from guards import config
+    """``frame.max_paths`` (environment, repository file, user file); the default, with
+    one line on stderr, when the setting is unreadable."""
+    from guards.config import Config
     from guards.errors import GuardsError
 
-    name = "frame.max_paths"
-    key = config.KEYS[name]
     try:
-        if key.env in os.environ:
-            return int(config.validate(name, os.environ[key.env], f"environment {key.env}"))
-        repo_file = os.path.join(repo.ledger_dir_text, config.CONFIG_FILE)
-        for path in (repo_file, config.user_config_file()):
-            values = config.read_file(path)
-            if name in values:
-                return int(key.parse(values[name]))
-        return int(key.default)
+        return int(Config(repo.ledger_dir_text).get("frame.max_paths"))
     except GuardsError as e:
         from guards.output import error
 
