@@ -200,33 +200,42 @@ def _kept_options(global_options: Sequence[str]) -> list[str]:
     return kept
 
 
+_CONTEXT_FLAGS = (
+    "--absolute-git-dir",
+    "--show-object-format",
+    "--is-inside-work-tree",
+    "--show-prefix",
+    "--show-toplevel",
+)
+
+
 def context(cmd: GitCommand, at: str | None = None) -> Context | None:
     """Discover the repository the command acts on; None outside any repository.
 
     ``at`` discovers the work tree containing another directory (``worktree remove``).
     """
-    args = [
-        "rev-parse",
-        "--absolute-git-dir",
-        "--show-object-format",
-        "--is-inside-work-tree",
-        "--show-prefix",
-        "--show-toplevel",
-        # HEAD in the same call (the predictors nearly always need it): one git less.
-        "--verify",
-        "-q",
-        "--end-of-options",
-        "HEAD^{commit}",
-    ]
+    options = _kept_options(cmd.global_options)
     if at is None:
-        res = cmd.query(args, check=False)
         env = dict(cmd.env)
-        options = _kept_options(cmd.global_options)
+
+        def ask(args: list[str]) -> git.Result:
+            return cmd.query(args, check=False)
     else:
         env = {k: v for k, v in cmd.env.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")}
-        options = _kept_options(cmd.global_options)
-        res = git.run([*options, *args], cwd=at, env=env, check=False)
+
+        def ask(args: list[str]) -> git.Result:
+            return git.run([*options, *args], cwd=at, env=env, check=False)
+
+    # HEAD in the same call (the predictors nearly always need it): one git less.
+    res = ask(["rev-parse", *_CONTEXT_FLAGS, "--verify", "-q", "--end-of-options", "HEAD^{commit}"])
     lines = res.stdout.split(b"\n")
+    # Five answers and HEAD's id (exit 0), no id on an unborn branch (exit 1), four
+    # answers when there is no work tree; each line ends in "\n", hence one more piece.
+    expected = {0: 7, 1: 6}.get(res.returncode, 5)
+    one_by_one = len(lines) > 4 and len(lines) != expected
+    if one_by_one:
+        # A path holding a newline: ask for each value on its own (HEAD later).
+        lines = [git.strip_newline(ask(["rev-parse", flag]).stdout) for flag in _CONTEXT_FLAGS]
     if len(lines) < 4:
         if b"not a git repository" in res.stderr:
             return None
@@ -248,11 +257,11 @@ def context(cmd: GitCommand, at: str | None = None) -> Context | None:
     else:
         env.pop("GIT_WORK_TREE", None)
     ctx = Context(cmd, git_dir, toplevel, prefix, fmt, options, env)
-    if res.returncode == 0 and len(lines) == 7:  # five answers, HEAD's id, the last "\n"
+    if not one_by_one and res.returncode == 0 and len(lines) == 7:
         ctx.known_head(lines[5].decode() or None)
-    elif res.returncode == 1 and len(lines) == 6 and not res.stderr:
+    elif not one_by_one and res.returncode == 1 and len(lines) == 6 and not res.stderr:
         ctx.known_head(None)  # an unborn branch: `--verify -q` says nothing, exits 1
-    return ctx  # anything else (a bare repository, a newline in a path): asked later
+    return ctx  # anything else (no work tree, a newline in a path): asked when needed
 
 
 # ---------------------------------------------------------------------------

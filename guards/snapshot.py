@@ -125,8 +125,10 @@ def _locate(repo: Repo) -> tuple[Path, str | None, str]:
         check=False,
     )
     lines = git.strip_newline(res.stdout).split(b"\n")
-    if res.returncode == 0 and len(lines) == 3:
-        return Path(os.fsdecode(lines[0])), lines[1].decode(), lines[2].decode()
+    if res.returncode == 0 and len(lines) >= 3:
+        # The two ids come last; the index path before them may itself hold a newline.
+        index = b"\n".join(lines[:-2])
+        return Path(os.fsdecode(index)), lines[-2].decode(), lines[-1].decode()
     head = repo.head()
     if head is not None:
         raise SnapshotError(f"snapshot failed: cannot read HEAD's tree in {repo.worktree}")

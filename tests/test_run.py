@@ -361,3 +361,15 @@ def test_nothing_at_risk_imports_only_what_it_needs(repo: Path) -> None:
         [sys.executable, "-S", "-c", code], cwd=repo, env=dict(os.environ), capture_output=True
     )
     assert (res.returncode, res.stdout, res.stderr) == (0, b"[]\n", b"")
+
+
+def test_a_repository_whose_path_holds_a_newline_is_guarded(tmp_path: Path) -> None:
+    from tests.conftest import make_repo
+
+    repo = make_repo(tmp_path / "odd\nplace", {"README": "hello\n"})
+    (repo / "README").write_text("someone's work\n")
+    res = run_guards("run", "--", "reset", "-q", "--hard", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    assert (repo / "README").read_text() == "hello\n"
+    ref = git(repo, "for-each-ref", "--format=%(refname)", "refs/rescue").strip()
+    assert git(repo, "show", f"{ref}:README") == "someone's work\n"
