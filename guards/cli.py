@@ -5,16 +5,14 @@ skip it.)"""
 from __future__ import annotations
 
 import argparse
-import importlib
 
 from guards import __version__
 from guards.errors import ExitCode
-from guards.main import COMMANDS
+from guards.main import COMMANDS, command_module
 from guards.output import error
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
-    from types import ModuleType
     from typing import NoReturn
 
 
@@ -24,10 +22,6 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         error(f"{message} (see '{self.prog} --help')")
         raise SystemExit(ExitCode.USAGE)
-
-
-def _module(name: str) -> ModuleType:
-    return importlib.import_module(f"guards.commands.{COMMANDS[name]}")
 
 
 def build_parser(only: str | None = None) -> Parser:
@@ -42,7 +36,7 @@ def build_parser(only: str | None = None) -> Parser:
         if only is not None and name != only:
             sub.add_parser(name)  # never parsed: the command line names `only`
             continue
-        module = _module(name)
+        module = command_module(name)
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.configure(p)
         p.set_defaults(handler=module.run)

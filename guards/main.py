@@ -13,6 +13,7 @@ from guards.errors import ExitCode, GuardsError
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from types import ModuleType
 
 #: subcommand name -> module under guards.commands (each has HELP, configure(), run()).
 COMMANDS: dict[str, str] = {
@@ -83,10 +84,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _internal_error(e)
 
 
+def command_module(name: str) -> ModuleType:
+    """The module under guards.commands for subcommand ``name`` (imported on demand)."""
+    module: ModuleType = __import__(f"guards.commands.{COMMANDS[name]}", fromlist=["run"])
+    return module
+
+
 def _flags_only(name: str, argv: list[str]) -> int | None:
     """Run a command whose options are all on/off ``FLAGS`` without argparse (about 8 ms
     of start-up) when it is given nothing else; None when argparse must read argv."""
-    module = __import__(f"guards.commands.{COMMANDS[name]}", fromlist=["run"])
+    module = command_module(name)
     flags: dict[str, str] | None = getattr(module, "FLAGS", None)
     if flags is None or not set(argv) <= flags.keys():
         return None
