@@ -29,7 +29,7 @@ from guards.values import MutableValue, Value
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
     from guards.cmdline import GitCommand
     from guards.rescue import RescueResult
@@ -485,6 +485,28 @@ class _State(MutableValue):
         return _State(self.cwd, dict(self.vars), dict(self.exported), list(self.stack), self.oldpwd)
 
 
+class _Invocation(Value):
+    """How one simple command runs, besides its words' values: the assignments before
+    it, its words as written, its redirections, whether a pipe feeds it, and whether
+    xargs or find add arguments only known when it runs."""
+
+    __slots__ = ("assigns", "more_args", "piped", "redirects", "words")
+
+    def __init__(
+        self,
+        assigns: list[tuple[str, str | None]],
+        words: list[Word],
+        redirects: list[tuple[str, Heredoc | Word]],
+        piped: bool,
+        more_args: bool = False,
+    ) -> None:
+        self.assigns = assigns
+        self.words = words
+        self.redirects = redirects
+        self.piped = piped
+        self.more_args = more_args
+
+
 def mentions_git(text: str) -> bool:
     return "git" in text.lower()
 
@@ -755,7 +777,7 @@ class _Parser:
                 if name in state.exported:
                     state.exported[name] = value
             return
-        self.execute(state, assigns, values, words, redirects, piped)
+        self.execute(state, _Invocation(assigns, words, redirects, piped), values)
 
     def _assigned_value(self, word: Word, prefix_len: int, state: _State) -> str | None:
         """The value of ``NAME=value`` (the parts after the ``=``)."""
@@ -822,16 +844,7 @@ class _Parser:
 
     # -- meaning ----------------------------------------------------------------
 
-    def execute(
-        self,
-        state: _State,
-        assigns: list[tuple[str, str | None]],
-        values: list[str | None],
-        words: list[Word],
-        redirects: list[tuple[str, Heredoc | Word]],
-        piped: bool,
-        more_args: bool = False,
-    ) -> None:
+    def execute(self, state: _State, how: _Invocation, values: list[str | None]) -> None:
         head = values[0]
         if head is None:
             self.opaque("a command name made by an expansion", state.cwd)
@@ -839,10 +852,10 @@ class _Parser:
         name = os.path.basename(head)
         args = values[1:]
         if name in ("git", "git.exe"):
-            env = tuple(sorted({**state.exported, **dict(assigns)}.items()))
-            self.result.calls.append(GitCall(tuple(args), state.cwd, env, more_args))
+            env = tuple(sorted({**state.exported, **dict(how.assigns)}.items()))
+            self.result.calls.append(GitCall(tuple(args), state.cwd, env, how.more_args))
             return
-        if more_args and name in {"eval", "xargs", "find", "env"} | set(WRAPPERS):
+        if how.more_args and name in {"eval", "xargs", "find", "env"} | set(WRAPPERS):
             self.opaque(f"{name} with arguments only known when it runs", state.cwd)
             return
         if name == "cd" or name == "pushd":
@@ -850,7 +863,7 @@ class _Parser:
         elif name == "popd":
             state.cwd = state.stack.pop() if state.stack else None
         elif name in ("export", "declare", "typeset", "local", "readonly"):
-            for word, value in zip(words[1:], args, strict=False):
+            for word, value in zip(how.words[1:], args, strict=False):
                 m = _ASSIGNMENT.match(word.raw)
                 if m:
                     v = self._assigned_value(word, len(m.group(0)), state)
@@ -874,20 +887,20 @@ class _Parser:
             else:
                 self.nested(" ".join(a for a in args if a is not None), state)
         elif name in SHELLS:
-            self._shell(state, args, redirects, piped)
+            self._shell(state, args, how.redirects, how.piped)
         elif name in INTERPRETERS or re.fullmatch(r"python3(\.\d+)?", name):
             for flag, code in itertools.pairwise(args):
                 inline = flag in ("-c", "-e", "-E", "--eval", "-r")
                 if inline and (code is None or mentions_git(code)):
                     self.opaque(f"{name} {flag} code that mentions git", state.cwd)
         elif name == "env":
-            self._env(state, assigns, args, words, redirects, piped, more_args)
+            self._env(state, how, args)
         elif name == "xargs":
-            self._xargs(state, assigns, args, words, redirects)
+            self._xargs(state, how, args)
         elif name == "find":
-            self._find(state, assigns, args, words)
+            self._find(state, how, args)
         elif name in WRAPPERS:
-            self._wrapper(name, state, assigns, args, words, redirects, piped, more_args)
+            self._wrapper(name, state, how, args)
 
     def _cd(self, state: _State, args: list[str | None], push: bool) -> None:
         operands = [a for a in args if a is None or not (a.startswith("-") and a != "-")]
@@ -970,35 +983,40 @@ class _Parser:
         else:
             self.nested(doc.body, state)
 
-    def _rest(
-        self,
-        state: _State,
-        assigns: list[tuple[str, str | None]],
-        args: list[str | None],
-        words: list[Word],
-        redirects: list[tuple[str, Heredoc | Word]],
-        piped: bool,
-        more_args: bool,
-    ) -> None:
+    def _rest(self, state: _State, how: _Invocation, args: list[str | None]) -> None:
         """Run ``args`` (a tail of this command) as a command of its own."""
         if not args:
-            if more_args:
+            if how.more_args:
                 self.opaque("a command read from input", state.cwd)
             return
-        tail = words[len(words) - len(args) :]
-        self.execute(state, assigns, args, tail, redirects, piped, more_args)
+        tail = how.words[len(how.words) - len(args) :]
+        self.execute(
+            state, _Invocation(how.assigns, tail, how.redirects, how.piped, how.more_args), args
+        )
 
-    def _env(
-        self,
-        state: _State,
-        assigns: list[tuple[str, str | None]],
-        args: list[str | None],
-        words: list[Word],
-        redirects: list[tuple[str, Heredoc | Word]],
-        piped: bool,
-        more_args: bool,
-    ) -> None:
-        assigns = list(assigns)
+    def _skip_options(
+        self, what: str, state: _State, args: list[str | None], with_value: Iterable[str]
+    ) -> int | None:
+        """Where ``what``'s own options end (after ``--``, at the first operand); None,
+        with the line marked opaque, when one of them is only known when it runs."""
+        i = 0
+        while i < len(args):
+            a = args[i]
+            if a is None:
+                self.opaque(f"{what} with arguments only known when it runs", state.cwd)
+                return None
+            if a == "--":
+                return i + 1
+            if a in with_value:
+                i += 2
+            elif a.startswith("-") and len(a) > 1:
+                i += 1
+            else:
+                break
+        return i
+
+    def _env(self, state: _State, how: _Invocation, args: list[str | None]) -> None:
+        assigns = list(how.assigns)
         inner = state.copy()
         i = 0
         while i < len(args):
@@ -1029,74 +1047,31 @@ class _Parser:
                 i += 1
             else:
                 break
-        self._rest(inner, assigns, args[i:], words, redirects, piped, more_args)
+        self._rest(
+            inner,
+            _Invocation(assigns, how.words, how.redirects, how.piped, how.more_args),
+            args[i:],
+        )
 
-    def _wrapper(
-        self,
-        name: str,
-        state: _State,
-        assigns: list[tuple[str, str | None]],
-        args: list[str | None],
-        words: list[Word],
-        redirects: list[tuple[str, Heredoc | Word]],
-        piped: bool,
-        more_args: bool,
-    ) -> None:
+    def _wrapper(self, name: str, state: _State, how: _Invocation, args: list[str | None]) -> None:
         with_value, operands = WRAPPERS[name]
-        i = 0
-        while i < len(args):
-            a = args[i]
-            if a is None:
-                self.opaque(f"{name} with arguments only known when it runs", state.cwd)
-                return
-            if name == "command" and a in ("-v", "-V"):
-                return  # a lookup, not a run
-            if a == "--":
-                i += 1
-                break
-            if a in with_value:
-                i += 2
-            elif a.startswith("-") and len(a) > 1:
-                i += 1
-            else:
-                break
-        i += operands
-        self._rest(state, assigns, args[i:], words, redirects, piped, more_args)
+        i = self._skip_options(name, state, args, with_value)
+        if i is None:
+            return
+        if name == "command" and any(a in ("-v", "-V") for a in args[:i]):
+            return  # a lookup, not a run
+        self._rest(state, how, args[i + operands :])
 
-    def _xargs(
-        self,
-        state: _State,
-        assigns: list[tuple[str, str | None]],
-        args: list[str | None],
-        words: list[Word],
-        redirects: list[tuple[str, Heredoc | Word]],
-    ) -> None:
+    def _xargs(self, state: _State, how: _Invocation, args: list[str | None]) -> None:
         with_value = {"-a", "-d", "-E", "-e", "-I", "-i", "-L", "-l", "-n", "-P", "-s"}
-        i = 0
-        while i < len(args):
-            a = args[i]
-            if a is None:
-                self.opaque("xargs with arguments only known when it runs", state.cwd)
-                return
-            if a == "--":
-                i += 1
-                break
-            if a in with_value:
-                i += 2
-            elif a.startswith("-") and len(a) > 1:
-                i += 1
-            else:
-                break
+        i = self._skip_options("xargs", state, args, with_value)
+        if i is None:
+            return
         tail = args[i:] or ["echo"]
-        self._rest(state, assigns, tail, words if args[i:] else [], redirects, False, True)
+        words = how.words if args[i:] else []
+        self._rest(state, _Invocation(how.assigns, words, how.redirects, False, True), tail)
 
-    def _find(
-        self,
-        state: _State,
-        assigns: list[tuple[str, str | None]],
-        args: list[str | None],
-        words: list[Word],
-    ) -> None:
+    def _find(self, state: _State, how: _Invocation, args: list[str | None]) -> None:
         i = 0
         while i < len(args):
             if args[i] in ("-exec", "-execdir", "-ok", "-okdir"):
@@ -1105,8 +1080,8 @@ class _Parser:
                     j += 1
                 program = [a if a != "{}" else None for a in args[i + 1 : j]]
                 if program:
-                    tail_words = words[1 + i + 1 : 1 + j]
-                    self.execute(state, assigns, program, tail_words, [], False, False)
+                    tail_words = how.words[1 + i + 1 : 1 + j]
+                    self.execute(state, _Invocation(how.assigns, tail_words, [], False), program)
                 i = j + 1
             else:
                 i += 1
