@@ -41,6 +41,19 @@ def send(
     )
 
 
+def bash_event(session: str, command: object, tool_use_id: str | None = None) -> dict[str, Any]:
+    """A PreToolUse event for the shell tool running ``command``."""
+    event: dict[str, Any] = {
+        "session_id": session,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+    }
+    if tool_use_id is not None:
+        event["tool_use_id"] = tool_use_id
+    return event
+
+
 def answer(res: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
@@ -131,13 +144,7 @@ def test_codex_apply_patch_records_every_file_the_patch_names(repo: Path) -> Non
 def test_files_a_shell_command_changes_are_attributed_to_its_session(repo: Path) -> None:
     (repo / "README").write_text("alice's\n")
     assert run_guards("record", "--session", "alice", "README", cwd=repo).returncode == 0
-    pre = {
-        "session_id": "bob",
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Bash",
-        "tool_use_id": "toolu_7",
-        "tool_input": {"command": "sed -i s/hi/bye/ src/app.py && echo x > made.txt"},
-    }
+    pre = bash_event("bob", "sed -i s/hi/bye/ src/app.py && echo x > made.txt", "toolu_7")
     assert send(repo, pre).stdout == ""
     subprocess.run(["bash", "-c", pre["tool_input"]["command"]], cwd=repo, check=True)
     res = send(repo, {**pre, "hook_event_name": "PostToolUse", "tool_response": {}})
@@ -158,13 +165,7 @@ def test_claude_rescue_then_allow_names_the_rescue_in_additional_context(repo: P
     alice_dirty(repo)
     res = send(
         repo,
-        {
-            "session_id": "bob",
-            "hook_event_name": "PreToolUse",
-            "tool_name": "Bash",
-            "tool_use_id": "t1",
-            "tool_input": {"command": "cd src && git checkout -- ."},
-        },
+        bash_event("bob", "cd src && git checkout -- .", "t1"),
         fast=False,
     )
     out = answer(res)
@@ -179,13 +180,7 @@ def test_codex_deny_is_exit_2_with_the_reason_on_stderr(repo: Path) -> None:
     alice_dirty(repo)
     res = send(
         repo,
-        {
-            "session_id": "c-1",
-            "hook_event_name": "PreToolUse",
-            "tool_name": "Bash",
-            "tool_use_id": "t1",
-            "tool_input": {"command": "git reset --hard"},
-        },
+        bash_event("c-1", "git reset --hard", "t1"),
         harness="codex",
         env={"GUARDS_POLICY": "block"},
     )
@@ -196,13 +191,7 @@ def test_codex_deny_is_exit_2_with_the_reason_on_stderr(repo: Path) -> None:
 
 def test_codex_hears_about_the_rescue_after_the_command(repo: Path) -> None:
     alice_dirty(repo)
-    pre = {
-        "session_id": "c-1",
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Bash",
-        "tool_use_id": "t2",
-        "tool_input": {"command": "git stash"},
-    }
+    pre = bash_event("c-1", "git stash", "t2")
     res = send(repo, pre, harness="codex")
     assert res.returncode == 0 and "guards: rescued" in res.stderr
     post = send(repo, {**pre, "hook_event_name": "PostToolUse"}, harness="codex")
@@ -213,12 +202,7 @@ def test_guards_disable_lets_everything_through(repo: Path) -> None:
     alice_dirty(repo)
     res = send(
         repo,
-        {
-            "session_id": "bob",
-            "hook_event_name": "PreToolUse",
-            "tool_name": "Bash",
-            "tool_input": {"command": "git reset --hard"},
-        },
+        bash_event("bob", "git reset --hard"),
         env={"GUARDS_DISABLE": "1"},
     )
     assert (res.returncode, res.stdout) == (0, "")
@@ -296,12 +280,7 @@ def test_malformed_json_without_git_is_one_line_and_nonzero(repo: Path) -> None:
 def test_a_shell_command_that_is_not_a_string_is_refused_when_it_mentions_git(
     repo: Path,
 ) -> None:
-    event = {
-        "session_id": "bob",
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Bash",
-        "tool_input": {"command": {"git": "reset"}},
-    }
+    event = bash_event("bob", {"git": "reset"})
     out = answer(send(repo, event))
     assert out["permissionDecision"] == "deny"
 

@@ -45,6 +45,13 @@ def assert_one_line_error(stderr: str) -> None:
 # -- foreign commit ----------------------------------------------------------------------
 
 
+def stage_agent_a_readme(repo: Path) -> None:
+    """Session agent-a edits README, records it, and it is staged."""
+    (repo / "README").write_text("agent a\n")
+    record(repo, "agent-a", "README")
+    git(repo, "add", "README")
+
+
 def test_foreign_commit_refuses_staged_path_of_another_live_session_naming_path_and_owner(
     repo: Path,
 ) -> None:
@@ -61,9 +68,7 @@ def test_foreign_commit_refuses_staged_path_of_another_live_session_naming_path_
 
 
 def test_foreign_commit_refuses_an_unidentified_caller_too(repo: Path) -> None:
-    (repo / "README").write_text("agent a\n")
-    record(repo, "agent-a", "README")
-    git(repo, "add", "README")
+    stage_agent_a_readme(repo)
 
     res = hook(repo, "foreign-commit")
 
@@ -74,9 +79,7 @@ def test_foreign_commit_refuses_an_unidentified_caller_too(repo: Path) -> None:
 def test_foreign_commit_warn_argument_names_the_paths_but_lets_the_commit_through(
     repo: Path,
 ) -> None:
-    (repo / "README").write_text("agent a\n")
-    record(repo, "agent-a", "README")
-    git(repo, "add", "README")
+    stage_agent_a_readme(repo)
 
     res = hook(repo, "foreign-commit", "--warn", env={"GUARDS_SESSION": "agent-b"})
 
@@ -85,9 +88,7 @@ def test_foreign_commit_warn_argument_names_the_paths_but_lets_the_commit_throug
 
 
 def test_foreign_commit_override_variable_lets_the_commit_through(repo: Path) -> None:
-    (repo / "README").write_text("agent a\n")
-    record(repo, "agent-a", "README")
-    git(repo, "add", "README")
+    stage_agent_a_readme(repo)
 
     res = hook(repo, "foreign-commit", env={"GUARDS_ALLOW_FOREIGN_COMMIT": "1"})
 
@@ -96,9 +97,7 @@ def test_foreign_commit_override_variable_lets_the_commit_through(repo: Path) ->
 
 
 def test_foreign_commit_bad_override_value_is_a_one_line_usage_error(repo: Path) -> None:
-    (repo / "README").write_text("agent a\n")
-    record(repo, "agent-a", "README")
-    git(repo, "add", "README")
+    stage_agent_a_readme(repo)
 
     res = hook(repo, "foreign-commit", env={"GUARDS_ALLOW_FOREIGN_COMMIT": "perhaps"})
 
@@ -107,9 +106,7 @@ def test_foreign_commit_bad_override_value_is_a_one_line_usage_error(repo: Path)
 
 
 def test_foreign_commit_lets_a_session_commit_its_own_work(repo: Path) -> None:
-    (repo / "README").write_text("agent a\n")
-    record(repo, "agent-a", "README")
-    git(repo, "add", "README")
+    stage_agent_a_readme(repo)
 
     res = hook(repo, "foreign-commit", env={"GUARDS_SESSION": "agent-a"})
 
