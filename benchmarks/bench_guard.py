@@ -27,9 +27,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import env, generate_repo, guards_cmd, report, run_cmd, timeit
-from guards.attribution import Attribution, fingerprint
-from guards.installation import SHIM_MARKER_FILE, shim_text
-from guards.ledger import Ledger
+from guards.integrations.installation import SHIM_MARKER_FILE, shim_text
+from guards.state.attribution import Attribution, fingerprint
+from guards.state.ledger import Ledger
 
 GIT = shutil.which("git") or "git"
 

@@ -51,7 +51,7 @@ def build_repo(root: Path, files: int, modified: int, untracked: int) -> Path:
 def attribute(repo: Path, count: int, modified: int) -> None:
     """Attribute ``count`` paths: two thirds still dirty, one third clean (to release)."""
     from guards.commands.record import record_paths
-    from guards.workspace import Workspace
+    from guards.state.workspace import Workspace
 
     dirty = [f"d{i // 100:04d}/f{i:06d}.txt" for i in range(min(modified, count * 2 // 3))]
     clean = [f"d{i // 100:04d}/f{i:06d}.txt" for i in range(modified, modified + count // 3)]
@@ -99,8 +99,8 @@ def main() -> int:
             f"{args.untracked} untracked (built in {time.perf_counter() - started:.1f}s)"
         )
 
-        from guards.native_hooks import install_native_hooks
-        from guards.repo import discover
+        from guards.git.repo import discover
+        from guards.integrations.native_hooks import install_native_hooks
 
         install_native_hooks(discover(repo))
         hook = repo / ".git" / "hooks" / "post-commit"

@@ -30,9 +30,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from guards import dirty as dirty_mod
-from guards.rescue import AtRiskPath, build_snapshots, rescue_paths
-from guards.workspace import Workspace
+from guards.git import dirty as dirty_mod
+from guards.protect.rescue import AtRiskPath, build_snapshots, rescue_paths
+from guards.state.workspace import Workspace
 
 ENV = {
     **os.environ,

@@ -17,8 +17,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import env, generate_repo, guards_script, interleaved, report
-from guards.attribution import Attribution, fingerprint
-from guards.ledger import Ledger
+from guards.state.attribution import Attribution, fingerprint
+from guards.state.ledger import Ledger
 
 
 def main() -> None:

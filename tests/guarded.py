@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from guards.installation import SAFE_ALIASES, SHIM_MARKER_FILE, shim_text
+from guards.integrations.installation import SAFE_ALIASES, SHIM_MARKER_FILE, shim_text
 
 ALIASED = {sub: name for name, sub in SAFE_ALIASES.items()}
 
@@ -22,7 +22,7 @@ def install_shim(directory: Path) -> Path:
 
 
 def install_aliases(repo: Path) -> None:
-    from guards.installation import alias_value
+    from guards.integrations.installation import alias_value
 
     for name, sub in SAFE_ALIASES.items():
         subprocess.run(["git", "config", f"alias.{name}", alias_value(sub)], cwd=repo, check=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from guards.ledger import CORRUPT_SUFFIX
+from guards.state.ledger import CORRUPT_SUFFIX
 from tests.conftest import git, make_repo, run_guards
 
 ROOT = os.geteuid() == 0

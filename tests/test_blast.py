@@ -1,7 +1,7 @@
 """Blast radius: predicted before the command, then checked by running the real git.
 
 Each case copies a repository holding every kind of dirty state (tests/blast_states.py),
-predicts with :func:`guards.blast.blast_radius`, runs the real git command and compares
+predicts with :func:`guards.predict.blast.blast_radius`, runs the real git command and compares
 what was really destroyed with the prediction, path by path and kind by kind.
 """
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from guards import blast, cmdline
 from guards.errors import UnknownStateError
+from guards.predict import blast, cmdline
 from tests.blast_states import (
     base_repo,
     cached_dirty_repo,

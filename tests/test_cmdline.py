@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from guards import cmdline
-from guards.cmdline import could_destroy, parse, parse_options
 from guards.errors import UsageError
+from guards.predict import cmdline
+from guards.predict.cmdline import could_destroy, parse, parse_options
 from tests.conftest import git, make_repo
 
 

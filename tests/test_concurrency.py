@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pytest
 
-from guards.ledger import Ledger
+from guards.state.ledger import Ledger
 from tests.conftest import git, make_repo
 from tests.guarded import install_shim
 

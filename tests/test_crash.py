@@ -30,9 +30,9 @@ from pathlib import Path
 
 import pytest
 
-from guards.ledger import Ledger
-from guards.rescue import parse_trailers
-from guards.snapshot import blob_oid
+from guards.protect.rescue import parse_trailers
+from guards.protect.snapshot import blob_oid
+from guards.state.ledger import Ledger
 from tests.conftest import git, make_repo, run_guards
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")

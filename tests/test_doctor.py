@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from guards import doctor
 from guards import git as guards_git
-from guards.attribution import Attribution, fingerprint
-from guards.doctor import Finding
-from guards.ledger import Ledger
-from guards.session import hostname, process_start_time
+from guards.report import doctor
+from guards.report.doctor import Finding
+from guards.state.attribution import Attribution, fingerprint
+from guards.state.ledger import Ledger
+from guards.state.session import hostname, process_start_time
 from tests.conftest import git, make_repo, run_guards
 
 DAY = 86400.0

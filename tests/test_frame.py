@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from guards.attribution import Attribution, fingerprint
-from guards.ledger import Ledger
+from guards.state.attribution import Attribution, fingerprint
+from guards.state.ledger import Ledger
 from tests.conftest import PROJECT_ROOT, git, run_guards
 
 CLOSING = (

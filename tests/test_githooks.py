@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from guards.commands.record import record_paths
-from guards.workspace import Workspace
+from guards.state.workspace import Workspace
 from tests.conftest import git, make_repo, run_guards
 
 LEDGER = Path(".git/guards/ledger.json")
@@ -134,7 +134,7 @@ def test_foreign_commit_does_not_block_a_session_whose_process_is_gone(repo: Pat
     (repo / "README").write_text("agent a\n")
     record(repo, "agent-a", "README")
     # pid 1's start time never matches this made-up one: the pid was "reused".
-    from guards.session import hostname
+    from guards.state.session import hostname
 
     set_session(repo, "agent-a", pid=1, pid_start="not-this-process", host=hostname())
     git(repo, "add", "README")

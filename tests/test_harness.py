@@ -20,8 +20,8 @@ from guards import git as guards_git
 from guards.commands import agent_hook
 from guards.commands.agent_hook import session_for
 from guards.commands.record import record_paths
-from guards.harness import analyze, patch_paths
-from guards.workspace import Workspace
+from guards.predict.shell import analyze, patch_paths
+from guards.state.workspace import Workspace
 from tests.conftest import git, make_repo, run_guards
 
 ALICE = {
@@ -408,8 +408,8 @@ def test_patch_paths_reads_update_add_delete_and_move_lines() -> None:
 
 def test_session_ids_map_to_valid_guards_sessions() -> None:
     from guards.commands.agent_hook import MAX_ID_LENGTH
-    from guards.session import MAX_ID_LENGTH as SESSION_MAX
-    from guards.session import validate_id
+    from guards.state.session import MAX_ID_LENGTH as SESSION_MAX
+    from guards.state.session import validate_id
 
     assert MAX_ID_LENGTH == SESSION_MAX
     assert session_for("claude", "9f1c-22ab") == "claude-9f1c-22ab"

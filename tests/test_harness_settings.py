@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from guards import harness_settings
+from guards.integrations import harness_settings
 from tests.conftest import run_guards
 
 USERS_OWN = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from guards.installation import SAFE_ALIASES, alias_value
+from guards.integrations.installation import SAFE_ALIASES, alias_value
 from tests.conftest import git, run_guards
 
 

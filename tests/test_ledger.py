@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from guards.ledger import SCHEMA, Ledger, LedgerUnreadableError
+from guards.state.ledger import SCHEMA, Ledger, LedgerUnreadableError
 from tests.conftest import git, run_guards
 
 
@@ -45,7 +45,7 @@ def test_ledger_is_never_committed(repo: Path) -> None:
 
 _WRITER = """
 import sys
-from guards.workspace import Workspace
+from guards.state.workspace import Workspace
 from guards.commands.record import record_paths
 ws = Workspace.open()
 record_paths(ws, sys.argv[1], [f"{sys.argv[1]}/f{i}" for i in range(200)])
@@ -73,7 +73,7 @@ def test_sixteen_concurrent_writers_lose_no_attribution(repo: Path) -> None:
 _HOLDER = """
 import sys, time
 from pathlib import Path
-from guards.ledger import Ledger
+from guards.state.ledger import Ledger
 ledger = Ledger(Path(sys.argv[1]))
 ledger._ensure_directory()
 with ledger._lock():

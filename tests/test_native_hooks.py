@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from guards.errors import GuardsError
-from guards.native_hooks import (
+from guards.git.repo import discover
+from guards.integrations.native_hooks import (
     CHAINED_SUFFIX,
     HOOK_TYPES,
     install_native_hooks,
@@ -19,7 +20,6 @@ from guards.native_hooks import (
     render_script,
     uninstall_native_hooks,
 )
-from guards.repo import discover
 from tests.conftest import git, make_repo
 from tests.test_githooks import attributed, commit_file, head, record
 

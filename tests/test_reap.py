@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from guards.ledger import Ledger
-from guards.session import hostname, process_start_time
+from guards.state.ledger import Ledger
+from guards.state.session import hostname, process_start_time
 from tests.conftest import git, make_repo, run_guards
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from guards import git as guards_git
-from guards.repo import NotARepositoryError, discover
+from guards.git.repo import NotARepositoryError, discover
 from tests.conftest import git, make_repo
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from guards.output import show_path
-from guards.rescue import (
+from guards.protect.rescue import (
     AtRiskPath,
     RescueFailedError,
     RescueResult,
@@ -22,8 +22,8 @@ from guards.rescue import (
     safe_component,
     unquote_path,
 )
-from guards.snapshot import blob_oid
-from guards.workspace import Workspace
+from guards.protect.snapshot import blob_oid
+from guards.state.workspace import Workspace
 from tests.conftest import git, make_repo
 from tests.test_snapshot import observe
 
@@ -338,7 +338,7 @@ def test_a_stash_with_untracked_files_is_kept_but_never_pushed(
 
 def test_push_outcomes_are_typed_from_git_words() -> None:
     from guards.git import Result
-    from guards.rescue import classify_push
+    from guards.protect.rescue import classify_push
 
     ref = "refs/rescue/a/1-x"
 
@@ -356,7 +356,7 @@ def test_push_outcomes_are_typed_from_git_words() -> None:
 
 
 def test_all_dirty_work_can_be_rescued_by_owner(repo: Path) -> None:
-    from guards.rescue import dirty_at_risk
+    from guards.protect.rescue import dirty_at_risk
 
     (repo / "README").write_text("x\n")
     (repo / "new").write_text("y\n")

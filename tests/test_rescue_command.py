@@ -7,8 +7,8 @@ import os
 import time
 from pathlib import Path
 
-from guards.rescue import AtRiskPath, RescueResult, rescue_commits, rescue_paths
-from guards.workspace import Workspace
+from guards.protect.rescue import AtRiskPath, RescueResult, rescue_commits, rescue_paths
+from guards.state.workspace import Workspace
 from tests.conftest import git, run_guards
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from guards.session import Liveness, Session, hostname, process_start_time
+from guards.state.session import Liveness, Session, hostname, process_start_time
 from tests.conftest import run_guards
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from guards.cmdline import DESTRUCTIVE_SUBCOMMANDS
-from guards.installation import shim_text
+from guards.integrations.installation import shim_text
+from guards.predict.cmdline import DESTRUCTIVE_SUBCOMMANDS
 from tests.conftest import git, run_guards
 from tests.guarded import install_aliases, install_shim, run_via
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from guards.rescue import AtRiskPath, RescueFailedError, rescue_paths
-from guards.snapshot import Capture
-from guards.workspace import Workspace
+from guards.protect.rescue import AtRiskPath, RescueFailedError, rescue_paths
+from guards.protect.snapshot import Capture
+from guards.state.workspace import Workspace
 from tests.conftest import git, make_repo
 
 

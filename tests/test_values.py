@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from guards.attribution import Fingerprint, Owner, Ownership
-from guards.blast import State
-from guards.dirty import DirtyPath
+from guards.git.dirty import DirtyPath
+from guards.predict.blast import State
+from guards.state.attribution import Fingerprint, Owner, Ownership
 
 
 def test_equal_by_fields_and_type() -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from guards.ledger import Ledger
-from guards.worktrees import exclude_pattern, lock_owner, process_cwds, processes_inside
+from guards.protect.worktrees import exclude_pattern, lock_owner, process_cwds, processes_inside
+from guards.state.ledger import Ledger
 from tests.conftest import git, make_repo, run_guards
 
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
-    from guards.workspace import Workspace
+    from guards.state.workspace import Workspace
 
 HELP = "entry point for Claude Code / Codex hooks (hook JSON on stdin)"
 
@@ -142,7 +142,7 @@ def _malformed(raw: bytes, problem: str) -> int:
 # -- identity --------------------------------------------------------------------------
 
 
-#: guards.session.MAX_ID_LENGTH (not imported: it would cost the hot path)
+#: guards.state.session.MAX_ID_LENGTH (not imported: it would cost the hot path)
 MAX_ID_LENGTH = 128
 _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:@+=-")
 
@@ -220,7 +220,7 @@ def _pre_shell(harness: str, event: dict[str, Any]) -> int:
     rescued: list[str] = []
     dirs = [cwd]
     if "git" in command.lower():
-        from guards.harness import guard_line
+        from guards.predict.shell import guard_line
 
         verdict = guard_line(command, cwd)
         if verdict.deny:
@@ -349,9 +349,9 @@ def observe(ws: Workspace, sid: str, threshold_ns: int) -> list[str]:
     A file another session recorded after the threshold, and which still matches that
     record, stays theirs: a harness naming its edit beats an observation.
     """
-    from guards.attribution import Attribution, still_matches
     from guards.commands.record import record_paths
-    from guards.dirty import read_dirty
+    from guards.git.dirty import read_dirty
+    from guards.state.attribution import Attribution, still_matches
 
     top = ws.repo.worktree
     changed = []
@@ -386,7 +386,7 @@ def observe(ws: Workspace, sid: str, threshold_ns: int) -> list[str]:
 
 def _observe(directory: str, sid: str, threshold_ns: int) -> None:
     from guards.errors import GuardsError
-    from guards.workspace import Workspace
+    from guards.state.workspace import Workspace
 
     try:
         ws = Workspace.open(cwd=_existing(directory))
@@ -432,7 +432,7 @@ def _post_patch(harness: str, event: dict[str, Any]) -> int:
     sid = _identify(harness, event)
     if sid is None:
         return 0
-    from guards.harness import patch_paths
+    from guards.predict.shell import patch_paths
 
     cwd = _cwd(event)
     record_files(sid, [os.path.join(cwd, p) for p in patch_paths(body)])
@@ -443,7 +443,7 @@ def record_files(sid: str, files: list[str]) -> list[str]:
     """Record each absolute path for ``sid`` in its own repository; returns what was."""
     from guards.commands.record import record_paths
     from guards.errors import GuardsError
-    from guards.workspace import Workspace
+    from guards.state.workspace import Workspace
 
     by_repo: dict[str, tuple[Workspace, list[str]]] = {}
     for path in files:
@@ -474,10 +474,10 @@ def record_files(sid: str, files: list[str]) -> list[str]:
 
 def frame_text(cwd: str, caller: str | None) -> str:
     """The frame for a turn starting in ``cwd`` ("" when clean or not a repository)."""
-    from guards import frame
     from guards.config import Config
     from guards.errors import GuardsError
-    from guards.repo import NotARepositoryError, discover
+    from guards.git.repo import NotARepositoryError, discover
+    from guards.report import frame
 
     try:
         repo = discover(cwd)
@@ -530,8 +530,8 @@ def _export_identity(sid: str | None) -> None:
 def _touch(cwd: str, sid: str | None, label: str) -> None:
     if sid is None:
         return
-    from guards.repo import NotARepositoryError
-    from guards.workspace import Workspace, touch_session
+    from guards.git.repo import NotARepositoryError
+    from guards.state.workspace import Workspace, touch_session
 
     try:
         ws = Workspace.open(cwd=cwd)
@@ -550,8 +550,8 @@ def _session_end(harness: str, event: dict[str, Any]) -> int:
     import time
 
     from guards.errors import GuardsError
-    from guards.repo import NotARepositoryError
-    from guards.workspace import Workspace
+    from guards.git.repo import NotARepositoryError
+    from guards.state.workspace import Workspace
 
     sid = _identify(harness, event)
     if sid is None:

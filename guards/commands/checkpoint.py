@@ -11,10 +11,9 @@ import argparse
 import time
 
 from guards import output
-from guards.attribution import Ownership
-from guards.dirty import read_dirty
 from guards.errors import ExitCode, RefusedError, UsageError
-from guards.rescue import (
+from guards.git.dirty import read_dirty
+from guards.protect.rescue import (
     NO_HOOKS,
     RescueFailedError,
     RescueResult,
@@ -24,9 +23,10 @@ from guards.rescue import (
     ref_values,
     wip_ref,
 )
-from guards.session import SESSION_ENV
-from guards.snapshot import SnapshotError
-from guards.workspace import Workspace
+from guards.protect.snapshot import SnapshotError
+from guards.state.attribution import Ownership
+from guards.state.session import SESSION_ENV
+from guards.state.workspace import Workspace
 
 HELP = "snapshot your own dirty work to your WIP ref (and push it if a remote is set)"
 

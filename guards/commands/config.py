@@ -9,7 +9,7 @@ from typing import Any
 from guards import config as cfg
 from guards import output
 from guards.errors import ExitCode, UsageError
-from guards.repo import NotARepositoryError, discover
+from guards.git.repo import NotARepositoryError, discover
 
 HELP = "read and change settings (user file, repository file, GUARDS_* environment)"
 

@@ -6,7 +6,7 @@ TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     import argparse
 
-    from guards.doctor import Finding
+    from guards.report.doctor import Finding
 
 HELP = "audit hooks, ledger, sessions, dirty paths, stashes, rescues, worktrees and branches"
 
@@ -23,8 +23,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import os
 
-    from guards import doctor, output
+    from guards import output
     from guards.errors import ExitCode
+    from guards.report import doctor
 
     ctx, findings = doctor.diagnose()
     problems = sum(f.level == doctor.PROBLEM for f in findings)

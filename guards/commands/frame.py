@@ -14,8 +14,8 @@ TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     import argparse
 
-    from guards.frame import Frame
-    from guards.repo import Discovery, Repo
+    from guards.git.repo import Discovery, Repo
+    from guards.report.frame import Frame
 
 HELP = "print the uncommitted work a new agent turn inherits (nothing when clean)"
 
@@ -69,13 +69,13 @@ def _guarded(max_value: str | None, as_json: bool) -> int:
 
 def _frame(max_value: str | None, as_json: bool) -> None:
     from guards import git
-    from guards.repo import Discovery
+    from guards.git.repo import Discovery
 
     max_paths = _parse_max(max_value)
     # Where the repository is (for the ledger) is asked in the background: that call
     # overlaps git status instead of following it.
     discovery = Discovery()
-    # Exactly what guards.dirty.read_dirty asks, without importing it for a clean tree.
+    # Exactly what guards.git.dirty.read_dirty asks, without importing it for a clean tree.
     # Porcelain paths are relative to the top level.
     status_args = git.status_args()
     status = git.run(status_args, check=False)
@@ -89,8 +89,8 @@ def _frame(max_value: str | None, as_json: bool) -> None:
     if not status.stdout and not as_json:
         discovery.finish()
         return
-    from guards import frame
-    from guards.dirty import parse_porcelain_v2
+    from guards.git.dirty import parse_porcelain_v2
+    from guards.report import frame
 
     repo = discovery.repo()
     found = frame.attribute(repo, parse_porcelain_v2(status.stdout), _caller())
@@ -113,14 +113,14 @@ def _frame(max_value: str | None, as_json: bool) -> None:
 
 
 def _dump(repo: Repo | None, found: Frame | None, max_paths: int | None) -> None:
-    from guards import frame
     from guards.output import dump_json
+    from guards.report import frame
 
     dump_json(frame.as_json(repo, found, max_paths or DEFAULT_MAX))
 
 
 def _repo_or_none(discovery: Discovery) -> Repo | None:
-    from guards.repo import NotARepositoryError
+    from guards.git.repo import NotARepositoryError
 
     try:
         return discovery.repo()
@@ -162,9 +162,9 @@ def _caller() -> str | None:
     import os
 
     if not os.environ.get("GUARDS_SESSION", "").strip():
-        return None  # unidentified; guards.session (and its imports) not needed
+        return None  # unidentified; guards.state.session (and its imports) not needed
     from guards.errors import GuardsError
-    from guards.session import caller_id
+    from guards.state.session import caller_id
 
     try:
         return caller_id()

@@ -27,9 +27,9 @@ from guards.errors import ExitCode, GuardsError
 from guards.output import error, warn
 
 if TYPE_CHECKING:
-    from guards.githooks import Verdict
-    from guards.repo import Repo
-    from guards.workspace import Workspace
+    from guards.git.repo import Repo
+    from guards.integrations.githooks import Verdict
+    from guards.state.workspace import Workspace
 
 HELP = "the checks git hooks run (pre-commit framework and native hooks)"
 
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         return _ledger_sync()
     if args.action == "run":
         return _run_native(args.hook_type, list(args.hook_args))
-    from guards import githooks
+    from guards.integrations import githooks
 
     if args.action == "foreign-commit":
         return _report(githooks.check_foreign_commit(_workspace(), warn_only=args.warn))
@@ -118,14 +118,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _workspace(repo: Repo | None = None) -> Workspace:
-    from guards.workspace import Workspace
+    from guards.state.workspace import Workspace
 
     if repo is None:
         return Workspace.open()
     # Workspace.open() without a second discovery: the same parts, from this repo.
-    from guards import session
     from guards.config import Config
-    from guards.ledger import Ledger
+    from guards.state import session
+    from guards.state.ledger import Ledger
 
     config = Config(repo.ledger_dir)
     ledger = Ledger(repo.ledger_dir, lock_timeout=float(config.get("ledger.lock_timeout")))
@@ -165,8 +165,8 @@ def _ledger_sync() -> int:
 
 
 def _sync_if_attributed() -> str | None:
-    from guards.ledger import Ledger, LedgerUnreadableError
-    from guards.repo import discover
+    from guards.git.repo import discover
+    from guards.state.ledger import Ledger, LedgerUnreadableError
 
     repo = discover()
     if repo.toplevel is None:
@@ -177,7 +177,7 @@ def _sync_if_attributed() -> str | None:
         return str(e)
     if not data.paths.get(repo.worktree_key):
         return None  # the common case: no attribution here, nothing to release
-    from guards import githooks
+    from guards.integrations import githooks
 
     hidden = os.environ.get("PRE_COMMIT") == "1"  # the framework stashed unstaged work
     return githooks.sync_ledger(_workspace(repo), unstaged_hidden=hidden)
@@ -190,7 +190,7 @@ def _read_stdin() -> bytes:
 
 
 def _push_breaker(remote: str, url: str) -> int:
-    from guards import githooks
+    from guards.integrations import githooks
 
     env = os.environ
     repo = _workspace().repo
@@ -205,7 +205,7 @@ def _push_breaker(remote: str, url: str) -> int:
 
 def _framework_push(repo: Repo) -> int:
     """The framework hands over only the first ref, without the remote's tip: ask for it."""
-    from guards import githooks
+    from guards.integrations import githooks
 
     env = os.environ
     remote_ref = env["PRE_COMMIT_REMOTE_BRANCH"]
@@ -233,7 +233,7 @@ def _framework_push(repo: Repo) -> int:
 def _run_native(hook_type: str, hook_args: list[str]) -> int:
     if hook_type.startswith("post-"):
         return _ledger_sync()
-    from guards import githooks
+    from guards.integrations import githooks
 
     if hook_type == "pre-commit":
         ws = _workspace()

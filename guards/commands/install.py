@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from guards import installation
 from guards.errors import ExitCode, UsageError
-from guards.installation import Step
-from guards.repo import NotARepositoryError, Repo, discover
+from guards.git.repo import NotARepositoryError, Repo, discover
+from guards.integrations import installation
+from guards.integrations.installation import Step
 
 HELP = "set up the safe-* git aliases, the git shim and native hooks (--dry-run shows the plan)"
 
@@ -58,8 +58,8 @@ def add_harness_arguments(parser: argparse.ArgumentParser, verb: str) -> None:
 
 
 def harness_steps(args: argparse.Namespace, repo: Repo | None, *, install: bool) -> list[Step]:
-    """The Claude Code / Codex settings changes asked for (guards.harness_settings)."""
-    from guards import harness_settings
+    """The Claude Code / Codex settings changes asked for (guards.integrations.harness_settings)."""
+    from guards.integrations import harness_settings
 
     scope = getattr(args, "harness_scope", None) or ("project" if repo is not None else "user")
     project = Path(repo.toplevel) if repo is not None and repo.toplevel is not None else None
@@ -103,8 +103,8 @@ def plan(args: argparse.Namespace) -> list[Step]:
 
 
 def _hook_steps(repo: Repo, *, install: bool) -> list[Step]:
-    """Native hooks plan themselves (guards.native_hooks); one step applies them all."""
-    from guards import native_hooks
+    """Native hooks plan themselves (integrations.native_hooks); one step applies them all."""
+    from guards.integrations import native_hooks
 
     change = native_hooks.install_native_hooks if install else native_hooks.uninstall_native_hooks
     lines = change(repo, dry_run=True)

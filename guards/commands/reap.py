@@ -9,9 +9,9 @@ from guards import output
 from guards.config import parse_duration
 from guards.errors import ExitCode, UsageError
 from guards.output import show_path
-from guards.reaper import reap
-from guards.rescue import report_line
-from guards.workspace import Workspace
+from guards.protect.reaper import reap
+from guards.protect.rescue import report_line
+from guards.state.workspace import Workspace
 
 HELP = "rescue and remove worktrees whose owner is dead (dry run unless --apply)"
 

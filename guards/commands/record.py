@@ -6,11 +6,11 @@ import argparse
 import time
 from pathlib import Path
 
-from guards import session as sessions
-from guards.attribution import Attribution, fingerprint
-from guards.dirty import read_dirty
 from guards.errors import ExitCode, UsageError
-from guards.workspace import Workspace, touch_session
+from guards.git.dirty import read_dirty
+from guards.state import session as sessions
+from guards.state.attribution import Attribution, fingerprint
+from guards.state.workspace import Workspace, touch_session
 
 HELP = "attribute the current content of paths to a session"
 

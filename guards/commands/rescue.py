@@ -15,7 +15,7 @@ from typing import Any
 from guards import git, output
 from guards.config import parse_duration
 from guards.errors import ExitCode, UsageError
-from guards.rescue import (
+from guards.protect.rescue import (
     NO_HOOKS,
     UNKNOWN,
     namespace,
@@ -23,7 +23,7 @@ from guards.rescue import (
     ref_values,
     rescue_log_entries,
 )
-from guards.snapshot import (
+from guards.protect.snapshot import (
     Entry,
     State,
     disk_states,
@@ -31,7 +31,7 @@ from guards.snapshot import (
     index_info_line,
     tree_entries,
 )
-from guards.workspace import Workspace
+from guards.state.workspace import Workspace
 
 HELP = "list, show, restore and delete rescues (work saved before a destructive command)"
 

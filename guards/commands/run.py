@@ -73,7 +73,7 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _guard(args: list[str]) -> None:
-    from guards import cmdline
+    from guards.predict import cmdline
 
     try:
         cmd = cmdline.parse(args, os.environ, os.getcwd())
@@ -81,7 +81,7 @@ def _guard(args: list[str]) -> None:
         return  # git rejects this command line itself, before it touches anything
     if not cmdline.could_destroy(cmd):
         return
-    from guards import blast
+    from guards.predict import blast
 
     with cmdline.command_environment(cmd):
         try:
@@ -92,7 +92,7 @@ def _guard(args: list[str]) -> None:
             raise
         if radius.empty():
             return  # the common case: the decision machinery is never even imported
-        from guards import guard
+        from guards.protect import guard
 
         guard.protect(cmd, radius)
 

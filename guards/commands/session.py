@@ -8,10 +8,10 @@ import shlex
 import time
 
 from guards import output
-from guards import session as sessions
 from guards.errors import ExitCode, UsageError
-from guards.session import Session
-from guards.workspace import Workspace, touch_session
+from guards.state import session as sessions
+from guards.state.session import Session
+from guards.state.workspace import Workspace, touch_session
 
 HELP = "start, end, list and keep alive writer sessions"
 

@@ -6,11 +6,11 @@ import os
 import time
 
 from guards import output
-from guards.attribution import Owner
-from guards.dirty import DirtyPath, finish_reading, read_dirty, start_reading
 from guards.errors import ExitCode
+from guards.git.dirty import DirtyPath, finish_reading, read_dirty, start_reading
+from guards.state.attribution import Owner
+from guards.state.workspace import Workspace, release_stale
 from guards.values import Value
-from guards.workspace import Workspace, release_stale
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:

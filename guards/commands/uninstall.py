@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from guards import installation
 from guards.commands.install import (
     _hook_steps,
     add_harness_arguments,
@@ -14,8 +13,9 @@ from guards.commands.install import (
     repo_or_none,
 )
 from guards.errors import ExitCode, UsageError
-from guards.installation import Step
-from guards.repo import Repo
+from guards.git.repo import Repo
+from guards.integrations import installation
+from guards.integrations.installation import Step
 
 HELP = "remove exactly what `guards install` set up (--dry-run shows the plan)"
 
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _project_harness_hooks(repo: Repo) -> list[Step]:
     """Our hooks in this repository's .claude/settings.json and .codex/hooks.json."""
-    from guards import harness_settings
+    from guards.integrations import harness_settings
 
     if repo.toplevel is None:
         return []

@@ -10,14 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from guards import output
-from guards import session as sessions
 from guards.errors import ExitCode, GuardsError, RefusedError, UsageError
 from guards.git import GitError
 from guards.output import show_path
-from guards.reaper import forget, lock_timeout, remove_worktree, rescue_worktree
-from guards.rescue import namespace, report_line
-from guards.workspace import Workspace, touch_session
-from guards.worktrees import (
+from guards.protect.reaper import forget, lock_timeout, remove_worktree, rescue_worktree
+from guards.protect.rescue import namespace, report_line
+from guards.protect.worktrees import (
     WorktreeState,
     find_includes,
     git_worktrees,
@@ -30,6 +28,8 @@ from guards.worktrees import (
     registry,
     serialize,
 )
+from guards.state import session as sessions
+from guards.state.workspace import Workspace, touch_session
 
 HELP = "one worktree per writer: add (registered and locked), list, remove safely"
 

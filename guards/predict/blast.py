@@ -13,7 +13,8 @@ import posixpath
 import stat
 
 from guards import git
-from guards.cmdline import (
+from guards.errors import UnknownStateError
+from guards.predict.cmdline import (
     GitCommand,
     Options,
     asks_for_help,
@@ -22,7 +23,6 @@ from guards.cmdline import (
     parse_options,
     stash_action,
 )
-from guards.errors import UnknownStateError
 from guards.values import MutableValue, Value
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
@@ -239,7 +239,7 @@ def context(cmd: GitCommand, at: str | None = None) -> Context | None:
     if len(lines) < 4:
         if b"not a git repository" in res.stderr:
             return None
-        from guards.repo import check_git_version
+        from guards.git.repo import check_git_version
 
         check_git_version()
         raise UnknownStateError(

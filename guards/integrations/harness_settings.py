@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from guards.errors import UsageError
-from guards.installation import Step
+from guards.integrations.installation import Step
 
 #: Recognises our hook commands, whichever python or spelling installed them.
 OURS = re.compile(r"guards(?:\.commands\.agent_hook| agent-hook) (?:claude|codex)\b")

@@ -12,7 +12,7 @@ but could run git (an unbalanced quote around "git", ``eval "$X"``, a command na
 by an expansion, a shell reading a pipe) is *opaque*: the hook treats it as destructive.
 
 :func:`guard_line` then applies the policy to each invocation that could destroy work,
-through :mod:`guards.guard`. :func:`patch_paths` reads the files an ``apply_patch`` body
+through :mod:`guards.protect.guard`. :func:`patch_paths` reads the files an ``apply_patch`` body
 names. (The harness-to-guards session mapping is ``agent_hook.session_for``: it sits on
 the hook's hot path.) Nothing here imports git machinery until a line really runs git:
 a line without git costs no git call.
@@ -31,8 +31,8 @@ TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
-    from guards.cmdline import GitCommand
-    from guards.rescue import RescueResult
+    from guards.predict.cmdline import GitCommand
+    from guards.protect.rescue import RescueResult
 
 #: Shells whose ``-c`` string or stdin is more shell.
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox"})
@@ -1229,8 +1229,8 @@ def _guard_call(
     git reset --hard``), the state a command meets is not the one visible now: every
     dirty path of its work tree counts as at risk.
     """
-    from guards import cmdline
     from guards.errors import UsageError
+    from guards.predict import cmdline
 
     argv = [a if a is not None else UNKNOWN_WORD for a in call.argv]
     if call.cwd is None:
@@ -1268,19 +1268,19 @@ def _guard_call(
         # of that work tree is at risk.
         _guard_everything(cmd.cwd, cmd_env, call.text(), verdict, guarded_everything, cmd=cmd)
         return True
-    from guards import blast, cmdline
+    from guards.predict import blast, cmdline
 
     with cmdline.command_environment(cmd):
         radius = blast.blast_radius(cmd)
         if not radius.empty():
-            from guards import guard  # only now: the decision machinery is heavy to import
+            from guards.protect import guard  # only now: the decision machinery is heavy to import
 
             _report(guard.protect(cmd, radius, report=False), verdict)
     return True
 
 
 def _surely_harmless(argv: list[str]) -> bool:
-    from guards import cmdline
+    from guards.predict import cmdline
 
     for a in argv:
         if a.startswith("-"):
@@ -1299,14 +1299,15 @@ def _guard_everything(
     cmd: GitCommand | None = None,
 ) -> None:
     """Rescue all dirty work of the repository at ``cwd`` not provably the caller's."""
-    from guards import cmdline, guard
-    from guards.blast import BlastRadius
-    from guards.cmdline import GitCommand
-    from guards.repo import NotARepositoryError, discover
+    from guards.git.repo import NotARepositoryError, discover
+    from guards.predict import cmdline
+    from guards.predict.blast import BlastRadius
+    from guards.predict.cmdline import GitCommand
+    from guards.protect import guard
 
     where = _nearest_dir(cwd)
     if cmd is not None:
-        from guards.blast import context
+        from guards.predict.blast import context
 
         ctx = context(cmd)  # honours --git-dir, --work-tree and -C
         if ctx is None or ctx.toplevel is None:
@@ -1340,6 +1341,6 @@ def _guard_everything(
 
 
 def _report(results: list[RescueResult], verdict: Verdict) -> None:
-    from guards.rescue import report_line
+    from guards.protect.rescue import report_line
 
     verdict.rescued += [report_line(result) for result in results]

@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import time
 
-from guards import session as sessions
-from guards.attribution import UNKNOWN_OWNER, Owner, classify
 from guards.config import Config
-from guards.dirty import DirtyPath
 from guards.errors import GuardsError, UsageError
-from guards.ledger import Ledger, LedgerData, LedgerUnreadableError
-from guards.repo import Repo, discover
+from guards.git.dirty import DirtyPath
+from guards.git.repo import Repo, discover
+from guards.state import session as sessions
+from guards.state.attribution import UNKNOWN_OWNER, Owner, classify
+from guards.state.ledger import Ledger, LedgerData, LedgerUnreadableError
 from guards.values import Value
 
 

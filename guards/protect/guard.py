@@ -12,15 +12,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from guards import output
-from guards.attribution import Ownership, classify
-from guards.blast import BlastRadius
-from guards.cmdline import GitCommand
-from guards.dirty import read_dirty
 from guards.errors import OVERRIDE_HINT, RefusedError
-from guards.workspace import Workspace
+from guards.git.dirty import read_dirty
+from guards.predict.blast import BlastRadius
+from guards.predict.cmdline import GitCommand
+from guards.state.attribution import Ownership, classify
+from guards.state.workspace import Workspace
 
 if TYPE_CHECKING:
-    from guards.rescue import RescueResult
+    from guards.protect.rescue import RescueResult
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def _rescue(
     *,
     report: bool = True,
 ) -> list[RescueResult]:
-    from guards.rescue import AtRiskPath, report_line, rescue_commits, rescue_paths
+    from guards.protect.rescue import AtRiskPath, report_line, rescue_commits, rescue_paths
 
     label = describe(cmd)
     results: list[RescueResult] = []

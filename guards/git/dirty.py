@@ -13,7 +13,7 @@ from guards.values import Value
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
-    from guards.repo import Repo
+    from guards.git.repo import Repo
 
 ZERO_MODE = "000000"
 

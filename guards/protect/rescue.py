@@ -28,11 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from guards import git
-from guards import session as sessions
 from guards.errors import GuardsError, RefusedError
-from guards.ledger import Ledger
 from guards.output import show_path
-from guards.snapshot import (
+from guards.protect.snapshot import (
     GITLINK,
     Capture,
     Entry,
@@ -44,7 +42,9 @@ from guards.snapshot import (
     filtered_oids,
     read_tree_changes,
 )
-from guards.workspace import Workspace
+from guards.state import session as sessions
+from guards.state.ledger import Ledger
+from guards.state.workspace import Workspace
 
 #: The override named when a rescue cannot be completed: run, saying what was lost.
 OVERRIDE = "GUARDS_POLICY=warn"
@@ -296,7 +296,7 @@ def rescue_paths(ws: Workspace, at_risk: list[AtRiskPath], *, command: str) -> l
 
 def dirty_at_risk(ws: Workspace, *, ignored: bool = False) -> list[AtRiskPath]:
     """All dirty work of the work tree with its owners (unknown when unprovable)."""
-    from guards.dirty import read_dirty
+    from guards.git.dirty import read_dirty
 
     dirty = read_dirty(ws.repo, ignored=ignored)
     data, _problem = ws.read_ledger()
@@ -327,7 +327,7 @@ def build_snapshots(
     top = repo.worktree
     owner_of: dict[str, str | None] = {}
     repos: list[str] = []
-    from guards.snapshot import expand_paths
+    from guards.protect.snapshot import expand_paths
 
     expanded: dict[str | None, list[str]] = {}
     for owner, paths in groups.items():

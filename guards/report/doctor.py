@@ -17,15 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from guards import git
-from guards.attribution import classify
 from guards.config import KEYS, Config
-from guards.dirty import read_dirty
 from guards.errors import GuardsError
-from guards.frame import read_ledger_quietly
-from guards.ledger import SCHEMA, Ledger, LedgerData
+from guards.git.dirty import read_dirty
+from guards.git.repo import NotARepositoryError, Repo, discover
 from guards.output import age, show_path
-from guards.repo import NotARepositoryError, Repo, discover
-from guards.session import Session, hostname, process_start_time
+from guards.report.frame import read_ledger_quietly
+from guards.state.attribution import classify
+from guards.state.ledger import SCHEMA, Ledger, LedgerData
+from guards.state.session import Session, hostname, process_start_time
 
 OK = "ok"
 WARN = "warn"

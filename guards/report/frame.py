@@ -11,11 +11,11 @@ import json
 import os
 import time
 
-from guards.attribution import UNKNOWN_OWNER, Owner, Ownership, classify
-from guards.dirty import DirtyPath, read_dirty
-from guards.ledger import LEDGER_FILE, SCHEMA, LedgerData
+from guards.git.dirty import DirtyPath, read_dirty
+from guards.git.repo import Repo
 from guards.output import age, iso, show_path
-from guards.repo import Repo
+from guards.state.attribution import UNKNOWN_OWNER, Owner, Ownership, classify
+from guards.state.ledger import LEDGER_FILE, SCHEMA, LedgerData
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:

@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from guards import git
-from guards.dirty import read_dirty
 from guards.errors import GuardsError, UnknownStateError
-from guards.ledger import LedgerData
+from guards.git.dirty import read_dirty
+from guards.git.repo import Repo, discover
 from guards.output import show_path
-from guards.repo import Repo, discover
-from guards.session import Liveness, Session
+from guards.state.ledger import LedgerData
+from guards.state.session import Liveness, Session
 
 #: What guards writes as a lock reason; any other reason belongs to someone else.
 LOCK_PREFIX = "guards: session "
@@ -486,7 +486,7 @@ def owner_liveness(
         live = s.liveness(ttl, now)
     except (TypeError, ValueError, AttributeError):
         return "unknown", f"unreadable record of session {owner}", False
-    from guards.session import hostname
+    from guards.state.session import hostname
 
     pid_checked = s.pid is not None and s.host == hostname()
     if live is Liveness.ENDED:
@@ -494,7 +494,7 @@ def owner_liveness(
     if pid_checked:
         if live is Liveness.LIVE:
             return "live", f"pid {s.pid} alive", True
-        from guards.session import process_start_time
+        from guards.state.session import process_start_time
 
         gone = process_start_time(s.pid or 0) is None
         return "dead", f"pid {s.pid} {'gone' if gone else 'reused'}", True

@@ -26,14 +26,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from guards import git, output
-from guards.attribution import Attribution, Ownership, classify
 from guards.config import parse_bool
-from guards.dirty import DirtyPath, read_dirty
 from guards.errors import ExitCode, UsageError
-from guards.ledger import LedgerData, LedgerUnreadableError
-from guards.repo import Repo
-from guards.session import Liveness, Session
-from guards.workspace import Workspace, release_stale
+from guards.git.dirty import DirtyPath, read_dirty
+from guards.git.repo import Repo
+from guards.state.attribution import Attribution, Ownership, classify
+from guards.state.ledger import LedgerData, LedgerUnreadableError
+from guards.state.session import Liveness, Session
+from guards.state.workspace import Workspace, release_stale
 
 ALLOW_FOREIGN_COMMIT = "GUARDS_ALLOW_FOREIGN_COMMIT"
 ALLOW_MASS_DELETION = "GUARDS_ALLOW_MASS_DELETION"

@@ -31,7 +31,7 @@ from typing import Any
 from guards import git
 from guards.commands.hook import NATIVE_CHECKS, STDIN_HOOKS
 from guards.errors import GuardsError, UnknownStateError
-from guards.repo import Repo
+from guards.git.repo import Repo
 
 HOOK_TYPES: tuple[str, ...] = tuple(NATIVE_CHECKS)
 CHAINED_SUFFIX = ".guards-chained"

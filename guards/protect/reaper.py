@@ -23,9 +23,8 @@ from typing import Any
 
 from guards import git
 from guards.errors import GuardsError, RefusedError
-from guards.ledger import LedgerData
 from guards.output import age
-from guards.rescue import (
+from guards.protect.rescue import (
     AtRiskPath,
     RescueFailedError,
     RescueResult,
@@ -34,8 +33,7 @@ from guards.rescue import (
     rescue_commits,
     rescue_paths,
 )
-from guards.workspace import Workspace
-from guards.worktrees import (
+from guards.protect.worktrees import (
     WorktreeState,
     inspect,
     owner_liveness,
@@ -44,6 +42,8 @@ from guards.worktrees import (
     real,
     serialize,
 )
+from guards.state.ledger import LedgerData
+from guards.state.workspace import Workspace
 
 REAP_COMMAND = "guards reap"
 
@@ -223,9 +223,9 @@ def unchanged_since(
     wws: Workspace, st: WorktreeState, started: float, results: list[RescueResult]
 ) -> None:
     """Nothing became dirty or changed after the rescue began (else: not removed)."""
-    from guards.dirty import read_dirty
-    from guards.snapshot import expand_paths
-    from guards.worktrees import unchanged_artifacts
+    from guards.git.dirty import read_dirty
+    from guards.protect.snapshot import expand_paths
+    from guards.protect.worktrees import unchanged_artifacts
 
     top = wws.repo.worktree
     rescued = {p for r in results for p in r.paths}

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from guards import git
 from guards.errors import RefusedError
-from guards.repo import Repo
+from guards.git.repo import Repo
 
 #: git config for every command that writes a private index: a full index file of our
 #: own (no shared index written into the git dir), no fsmonitor round trips.

@@ -1,0 +1,1 @@
+"""What a person or an agent is told: the frame, status and doctor."""

@@ -1,0 +1,1 @@
+"""Who wrote what: the ledger, sessions, attribution and the workspace that joins them."""
