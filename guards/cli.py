@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 
 from guards import __version__
+from guards.commands import COMMANDS, command_module
 from guards.errors import ExitCode
-from guards.main import COMMANDS, command_module
 from guards.output import error
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
@@ -41,3 +41,25 @@ def build_parser(only: str | None = None) -> Parser:
         module.configure(p)
         p.set_defaults(handler=module.run)
     return parser
+
+
+def add_harness_arguments(parser: argparse.ArgumentParser, verb: str) -> None:
+    """For install and uninstall: ``--claude`` / ``--codex`` with ``--project`` (default in
+    a repository) or ``--user``."""
+    parser.add_argument("--claude", action="store_true", help=f"{verb} Claude Code's settings.json")
+    parser.add_argument("--codex", action="store_true", help=f"{verb} Codex CLI's hooks.json")
+    scope = parser.add_mutually_exclusive_group()
+    scope.add_argument(
+        "--project",
+        dest="harness_scope",
+        action="store_const",
+        const="project",
+        help="the repository's .claude/ or .codex/ (default inside a repository)",
+    )
+    scope.add_argument(
+        "--user",
+        dest="harness_scope",
+        action="store_const",
+        const="user",
+        help="the user's ~/.claude/ or ~/.codex/",
+    )

@@ -8,32 +8,12 @@ from __future__ import annotations
 
 import sys
 
+from guards.commands import COMMANDS, command_module
 from guards.errors import ExitCode, GuardsError
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from types import ModuleType
-
-#: subcommand name -> module under guards.commands (each has HELP, configure(), run()).
-COMMANDS: dict[str, str] = {
-    "session": "session",
-    "record": "record",
-    "status": "status",
-    "config": "config",
-    "run": "run",
-    "install": "install",
-    "uninstall": "uninstall",
-    "demo": "demo",
-    "doctor": "doctor",
-    "frame": "frame",
-    "hook": "hook",
-    "rescue": "rescue",
-    "checkpoint": "checkpoint",
-    "agent-hook": "agent_hook",
-    "worktree": "worktree",
-    "reap": "reap",
-}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -82,12 +62,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ExitCode.OK
     except Exception as e:  # a bug: one line for the user, the traceback in a log
         return _internal_error(e)
-
-
-def command_module(name: str) -> ModuleType:
-    """The module under guards.commands for subcommand ``name`` (imported on demand)."""
-    module: ModuleType = __import__(f"guards.commands.{COMMANDS[name]}", fromlist=["run"])
-    return module
 
 
 def _flags_only(name: str, argv: list[str]) -> int | None:

@@ -288,3 +288,19 @@ def test_a_shell_command_that_is_not_a_string_is_refused_when_it_mentions_git(
 def test_unknown_harness_is_a_usage_error(repo: Path) -> None:
     res = run_guards("agent-hook", "cursor", cwd=repo, input=b"{}")
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_a_pathspec_git_rejects_passes_the_hook_as_it_passes_guards_run(repo: Path) -> None:
+    """One pipeline: the hook used to deny this with git's own status error in the reason,
+    while `guards run` let git reject the pathspec itself (nothing at risk either way)."""
+    (repo / "README").write_text("someone's edit\n")
+    res = send(repo, bash_event("bob", "git checkout -- ':(foo)README'"))
+    assert res.returncode == 0, res.stderr
+    assert "deny" not in res.stdout and "porcelain" not in res.stdout + res.stderr
+    assert git(repo, "for-each-ref", "refs/rescue") == ""
+    plain = subprocess.run(
+        ["git", "checkout", "--", ":(foo)README"], cwd=repo, capture_output=True, check=False
+    )
+    guarded = run_guards("run", "--", "checkout", "--", ":(foo)README", cwd=repo)
+    assert (guarded.returncode, guarded.stderr.encode()) == (plain.returncode, plain.stderr)
+    assert (repo / "README").read_text() == "someone's edit\n"

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from guards.commands.record import record_paths
-from guards.state.workspace import Workspace
+from guards.state.workspace import Workspace, record_paths
 from tests.conftest import git, make_repo, run_guards
 
 LEDGER = Path(".git/guards/ledger.json")

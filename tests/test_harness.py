@@ -19,9 +19,8 @@ import pytest
 from guards import git as guards_git
 from guards.commands import agent_hook
 from guards.commands.agent_hook import session_for
-from guards.commands.record import record_paths
 from guards.predict.shell import analyze, patch_paths
-from guards.state.workspace import Workspace
+from guards.state.workspace import Workspace, record_paths
 from tests.conftest import git, make_repo, run_guards
 
 ALICE = {

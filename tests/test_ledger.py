@@ -46,7 +46,7 @@ def test_ledger_is_never_committed(repo: Path) -> None:
 _WRITER = """
 import sys
 from guards.state.workspace import Workspace
-from guards.commands.record import record_paths
+from guards.state.workspace import record_paths
 ws = Workspace.open()
 record_paths(ws, sys.argv[1], [f"{sys.argv[1]}/f{i}" for i in range(200)])
 """

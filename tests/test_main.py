@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 import guards
+from guards.commands import COMMANDS
 from guards.errors import ExitCode
-from guards.main import COMMANDS, main
+from guards.main import main
 from tests.conftest import PROJECT_ROOT, run_guards
 
 

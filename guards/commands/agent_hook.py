@@ -220,7 +220,7 @@ def _pre_shell(harness: str, event: dict[str, Any]) -> int:
     rescued: list[str] = []
     dirs = [cwd]
     if "git" in command.lower():
-        from guards.predict.shell import guard_line
+        from guards.protect.guard import guard_line
 
         verdict = guard_line(command, cwd)
         if verdict.deny:
@@ -349,9 +349,9 @@ def observe(ws: Workspace, sid: str, threshold_ns: int) -> list[str]:
     A file another session recorded after the threshold, and which still matches that
     record, stays theirs: a harness naming its edit beats an observation.
     """
-    from guards.commands.record import record_paths
     from guards.git.dirty import read_dirty
     from guards.state.attribution import Attribution, still_matches
+    from guards.state.workspace import record_paths
 
     top = ws.repo.worktree
     changed = []
@@ -441,9 +441,8 @@ def _post_patch(harness: str, event: dict[str, Any]) -> int:
 
 def record_files(sid: str, files: list[str]) -> list[str]:
     """Record each absolute path for ``sid`` in its own repository; returns what was."""
-    from guards.commands.record import record_paths
     from guards.errors import GuardsError
-    from guards.state.workspace import Workspace
+    from guards.state.workspace import Workspace, record_paths
 
     by_repo: dict[str, tuple[Workspace, list[str]]] = {}
     for path in files:

@@ -33,19 +33,6 @@ if TYPE_CHECKING:
 
 HELP = "the checks git hooks run (pre-commit framework and native hooks)"
 
-#: git hook type -> what ``guards hook run`` does for it
-NATIVE_CHECKS: dict[str, str] = {
-    "pre-commit": "foreign commit + mass deletion",
-    "pre-merge-commit": "foreign commit",
-    "post-commit": "ledger sync",
-    "post-checkout": "ledger sync",
-    "post-merge": "ledger sync",
-    "post-rewrite": "ledger sync",
-    "pre-push": "push breaker",
-}
-#: hook types whose stdin carries data for the hook
-STDIN_HOOKS = frozenset({"pre-push", "post-rewrite"})
-
 
 def _count(text: str) -> int:
     try:
@@ -94,6 +81,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     push.add_argument("remote", nargs="?", default="", help="git's first pre-push argument")
     push.add_argument("url", nargs="?", default="", help="git's second pre-push argument")
     run_ = sub.add_parser("run", help="every check of one git hook type (what native hooks call)")
+    from guards.integrations.native_hooks import NATIVE_CHECKS
+
     run_.add_argument("hook_type", choices=sorted(NATIVE_CHECKS), metavar="HOOK-TYPE")
     run_.add_argument("hook_args", nargs=argparse.REMAINDER, metavar="ARG")
 
@@ -254,7 +243,7 @@ def _run_native(hook_type: str, hook_args: list[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m guards.commands.hook``: this subcommand alone, errors as in guards.main."""
     from guards.cli import Parser
-    from guards.main import _internal_error
+    from guards.errors import report_internal_error
 
     parser = Parser(prog="guards hook", description=HELP)
     configure(parser)
@@ -267,7 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as e:
-        return _internal_error(e)
+        return report_internal_error(e)
 
 
 if __name__ == "__main__":

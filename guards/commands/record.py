@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import time
-from pathlib import Path
 
 from guards.errors import ExitCode, UsageError
 from guards.git.dirty import read_dirty
 from guards.state import session as sessions
-from guards.state.attribution import Attribution, fingerprint
-from guards.state.workspace import Workspace, touch_session
+from guards.state.workspace import Workspace, record_paths
 
 HELP = "attribute the current content of paths to a session"
 
@@ -50,18 +47,3 @@ def _expand(ws: Workspace, relative: list[str]) -> list[str]:
     if directories:
         files.extend(d.path for d in read_dirty(ws.repo, pathspecs=directories))
     return list(dict.fromkeys(files))
-
-
-def record_paths(
-    ws: Workspace, session_id: str, relative: list[str], source: str = "record"
-) -> None:
-    """Attribute each repository-relative path, as it is now, to ``session_id``."""
-    top: Path = ws.repo.worktree
-    fmt = ws.repo.object_format
-    prints = {rel: fingerprint(top / rel, fmt) for rel in relative}
-    now = time.time()
-    with ws.ledger.transaction() as data:
-        touch_session(data, session_id, now)
-        records = data.paths.setdefault(ws.repo.worktree_key, {})
-        for rel, fp in prints.items():
-            records[rel] = Attribution(session_id, fp, now, source).to_json()

@@ -79,34 +79,9 @@ def _guard(args: list[str]) -> None:
         cmd = cmdline.parse(args, os.environ, os.getcwd())
     except UsageError:
         return  # git rejects this command line itself, before it touches anything
-    if not cmdline.could_destroy(cmd):
-        return
-    from guards.predict import blast
+    from guards.protect.guard import guard_command
 
-    with cmdline.command_environment(cmd):
-        try:
-            radius = blast.blast_radius(cmd)
-        except GuardsError as e:  # a failed read-only query (git's words are in the message)
-            if _rejected_pathspec(str(e)):
-                return  # git rejects the same pathspec itself, before touching anything
-            raise
-        if radius.empty():
-            return  # the common case: the decision machinery is never even imported
-        from guards.protect import guard
-
-        guard.protect(cmd, radius)
-
-
-#: git's words for a pathspec it refuses to parse (it does so before doing anything).
-_PATHSPEC_SYNTAX_ERRORS = (
-    "is not a valid pathspec",
-    "Unimplemented pathspec magic",
-    "Invalid pathspec magic",
-)
-
-
-def _rejected_pathspec(message: str) -> bool:
-    return any(words in message for words in _PATHSPEC_SYNTAX_ERRORS)
+    guard_command(cmd)
 
 
 def _enter_alias_prefix() -> None:

@@ -5,17 +5,19 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from guards.commands.install import (
-    _hook_steps,
-    add_harness_arguments,
-    execute,
-    harness_steps,
-    repo_or_none,
-)
+from guards.cli import add_harness_arguments
 from guards.errors import ExitCode, UsageError
 from guards.git.repo import Repo
 from guards.integrations import installation
 from guards.integrations.installation import Step
+from guards.integrations.plan import (
+    HARNESS_NAMES,
+    execute,
+    harness_steps,
+    harnesses,
+    hook_steps,
+    repo_or_none,
+)
 
 HELP = "remove exactly what `guards install` set up (--dry-run shows the plan)"
 
@@ -41,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     if args.shim is not None:
         steps += installation.plan_remove_shim(args.shim, installation.user_manifest_path())
     harness_only = args.claude or args.codex
-    steps += harness_steps(args, repo, install=False)
+    steps += harness_steps(harnesses(args), args.harness_scope, repo, install=False)
     if not args.global_ and args.shim is None and not harness_only:
         if repo is None:
             raise UsageError("not in a git repository: use --global or --shim DIR")
@@ -51,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
                 "local", repo.toplevel or repo.git_dir, manifest
             )
             steps += _project_harness_hooks(repo)
-        steps += _hook_steps(repo, install=False)
+        steps += hook_steps(repo, install=False)
     if not steps:
         print("nothing to remove: guards installed nothing here")
         return ExitCode.OK
@@ -66,7 +68,7 @@ def _project_harness_hooks(repo: Repo) -> list[Step]:
     if repo.toplevel is None:
         return []
     steps: list[Step] = []
-    for harness in ("claude", "codex"):
+    for harness in HARNESS_NAMES:
         path = harness_settings.settings_path(harness, "project", Path(repo.toplevel))
         if path.exists():
             steps += harness_settings.plan_uninstall(harness, path)

@@ -29,9 +29,22 @@ from pathlib import Path
 from typing import Any
 
 from guards import git
-from guards.commands.hook import NATIVE_CHECKS, STDIN_HOOKS
 from guards.errors import GuardsError, UnknownStateError
 from guards.git.repo import Repo
+
+#: git hook type -> what ``guards hook run`` does for it
+NATIVE_CHECKS: dict[str, str] = {
+    "pre-commit": "foreign commit + mass deletion",
+    "pre-merge-commit": "foreign commit",
+    "post-commit": "ledger sync",
+    "post-checkout": "ledger sync",
+    "post-merge": "ledger sync",
+    "post-rewrite": "ledger sync",
+    "pre-push": "push breaker",
+}
+#: hook types whose stdin carries data for the hook
+STDIN_HOOKS = frozenset({"pre-push", "post-rewrite"})
+
 
 HOOK_TYPES: tuple[str, ...] = tuple(NATIVE_CHECKS)
 CHAINED_SUFFIX = ".guards-chained"

@@ -1,117 +1,287 @@
-"""The decision: before a git command runs, what would it destroy, whose is it, and what now.
+"""The one guard pipeline: before git runs, what would it destroy, and rescue or refuse.
 
-Policy ``rescue`` (default) snapshots foreign and unknown work to rescue refs and then lets
-git run; ``block`` refuses; ``warn`` lets git run after saying what is about to be lost.
-The caller's own work (``mine``) is destroyed as asked. Nothing at risk: nothing happens.
+:func:`guard_command` is used by ``guards run`` (the shim and the aliases) and, through
+:func:`guard_line`, by the agent hooks for every git invocation in a shell line; a
+difference between the two is a bug. It imports the decision machinery
+(:mod:`guards.protect.decide`) only when something is at risk: the common case stays
+cheap.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+import os
 
-from guards import output
-from guards.errors import OVERRIDE_HINT, RefusedError
-from guards.git.dirty import read_dirty
-from guards.predict.blast import BlastRadius
-from guards.predict.cmdline import GitCommand
-from guards.state.attribution import Ownership, classify
-from guards.state.workspace import Workspace
+from guards.values import MutableValue
 
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from guards.predict.cmdline import GitCommand
+    from guards.predict.shell import GitCall
     from guards.protect.rescue import RescueResult
 
 
-@dataclass(frozen=True)
-class AtRisk:
-    path: str
-    owner: str | None
-    ownership: Ownership
+def guard_command(cmd: GitCommand, *, report: bool = True) -> list[RescueResult]:
+    """Rescue (or refuse, as the policy says) what ``cmd`` would destroy; return when git
+    may run. A command git itself rejects before touching anything passes untouched."""
+    from guards.errors import GuardsError
+    from guards.predict import blast, cmdline
+
+    if not cmdline.could_destroy(cmd):
+        return []
+    with cmdline.command_environment(cmd):
+        try:
+            radius = blast.blast_radius(cmd)
+        except GuardsError as e:  # a failed read-only query (git's words are in the message)
+            if rejected_pathspec(str(e)):
+                return []  # git rejects the same pathspec itself, before touching anything
+            raise
+        if radius.empty():
+            return []  # the common case: the decision machinery is never even imported
+        from guards.protect import decide
+
+        return decide.protect(cmd, radius, report=report)
 
 
-def describe(cmd: GitCommand) -> str:
-    words = [cmd.subcommand or "git", *cmd.args]
-    text = " ".join(words)
-    return text if len(text) <= 60 else text[:57] + "..."
+#: git's words for a pathspec it refuses to parse (it does so before doing anything).
+_PATHSPEC_SYNTAX_ERRORS = (
+    "is not a valid pathspec",
+    "Unimplemented pathspec magic",
+    "Invalid pathspec magic",
+)
 
 
-def classify_radius(ws: Workspace, radius: BlastRadius) -> list[AtRisk]:
-    """Every path the command would destroy, with its owner relative to the caller."""
-    data, problem = ws.read_ledger()
-    if problem is not None:
-        output.warn(f"{problem}; treating every owner as unknown")
-    if radius.everything:
-        paths = [d.path for d in read_dirty(ws.repo, ignored=True)]
-    else:
-        paths = [loss.path for loss in radius.losses]
-    records = data.paths.get(ws.repo.worktree_key, {}) if data is not None else {}
-    top = ws.repo.worktree
-    fmt = ws.repo.object_format
-    at_risk = []
-    for path in paths:
-        owner = classify(records.get(path), top / path, ws.caller, fmt)
-        at_risk.append(AtRisk(path, owner.session, owner.ownership))
-    return at_risk
+def rejected_pathspec(message: str) -> bool:
+    return any(words in message for words in _PATHSPEC_SYNTAX_ERRORS)
 
 
-def summary(foreign: list[AtRisk], commits: list[tuple[str, str]]) -> str:
-    """``3 paths of other writers (alice: 2, owner unknown: 1)`` and commits."""
-    parts = []
-    if foreign:
-        owners = Counter(a.owner or "owner unknown" for a in foreign)
-        who = ", ".join(f"{name}: {n}" for name, n in sorted(owners.items()))
-        noun = "path" if len(foreign) == 1 else "paths"
-        parts.append(f"{len(foreign)} {noun} not provably yours ({who})")
-    if commits:
-        labels = ", ".join(label for _, label in commits[:3])
-        more = f" and {len(commits) - 3} more" if len(commits) > 3 else ""
-        parts.append(f"{len(commits)} commit(s) that would become unreachable ({labels}{more})")
-    return " and ".join(parts)
+#: Stand-in for a word whose value only bash knows; no git command is named like this.
+UNKNOWN_WORD = "guards-unknown-word"
 
 
-def protect(cmd: GitCommand, radius: BlastRadius, *, report: bool = True) -> list[RescueResult]:
-    """Rescue, refuse or warn as the policy says; return when git may run.
+class Verdict(MutableValue):
+    """What the hook answers for a shell line."""
 
-    Returns what was rescued (empty when nothing was at risk or the policy is warn);
-    ``report=False`` keeps the rescue lines off stderr (the agent hook returns them).
+    __slots__ = ("deny", "dirs", "rescued")
+
+    def __init__(self, dirs: list[str] | None = None) -> None:
+        #: Why the line must not run (None: it may run).
+        self.deny: str | None = None
+        #: One line per rescue (``guards: rescued ... to <ref>; restore: ...``).
+        self.rescued: list[str] = []
+        #: The directories the line works in (its start and each ``cd``).
+        self.dirs = [] if dirs is None else dirs
+
+
+def _nearest_dir(path: str) -> str:
+    """``mkdir -p x && cd x && git ...``: x belongs to the repository above it."""
+    while not os.path.isdir(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return path
+
+
+def _env_for(call: GitCall, base: Mapping[str, str]) -> tuple[dict[str, str], bool]:
+    """The command's environment, and whether a git setting in it is unknown."""
+    env = dict(base)
+    unknown = False
+    for key, value in call.env:
+        if value is None:
+            env.pop(key, None)
+            unknown = unknown or key.startswith("GIT_")
+        else:
+            env[key] = value
+    return env, unknown
+
+
+def guard_line(line: str, cwd: str, env: Mapping[str, str] | None = None) -> Verdict:
+    """Apply the policy to every git invocation in ``line`` that could destroy work.
+
+    ``env`` is the environment the line runs with (the caller's ``GUARDS_SESSION`` in it
+    decides what is *mine*). Rescues happen here, before the line runs.
     """
-    ws = Workspace.open(cwd=radius.worktree or cmd.cwd)
-    at_risk = [a for a in classify_radius(ws, radius) if a.ownership is not Ownership.MINE]
-    commits = list(radius.commits)
-    if not at_risk and not commits:
-        return []
-    what = summary(at_risk, commits)
-    verb = "move away" if radius.moves and not commits else "destroy"
-    policy = ws.config.policy
-    if policy == "block":
-        raise RefusedError(
-            f"refused `git {describe(cmd)}`: it would {verb} {what}; policy is block "
-            f"(GUARDS_POLICY=rescue rescues it first and runs; {OVERRIDE_HINT})"
+    from guards.predict.shell import analyze
+
+    env = dict(os.environ if env is None else env)
+    found = analyze(line, cwd, env)
+    verdict = Verdict(dirs=found.dirs)
+    if not found.runs_git:
+        return verdict
+    from guards.errors import GuardsError
+
+    guarded_everything: set[str] = set()
+    changed = False
+    try:
+        for call in found.calls:
+            changed = _guard_call(call, env, verdict, guarded_everything, changed)
+            if verdict.deny:
+                return verdict
+        for item in found.opaque:
+            if item.cwd is None:
+                verdict.deny = f"refused: {item.reason}, in a directory the line does not show"
+                return verdict
+            _guard_everything(item.cwd, env, f"({item.reason})", verdict, guarded_everything)
+    except GuardsError as e:
+        verdict.deny = str(e)
+    return verdict
+
+
+#: Subcommands that change nothing a later command of the same line could meet.
+READ_ONLY_SUBCOMMANDS = frozenset(
+    [
+        "status",
+        "log",
+        "diff",
+        "show",
+        "rev-parse",
+        "ls-files",
+        "ls-tree",
+        "cat-file",
+        "describe",
+        "blame",
+        "shortlog",
+        "grep",
+        "version",
+        "help",
+        "for-each-ref",
+        "show-ref",
+        "rev-list",
+        "merge-base",
+        "name-rev",
+        "whatchanged",
+        "var",
+        "check-ignore",
+        "check-attr",
+        "count-objects",
+        "diff-files",
+        "diff-index",
+        "diff-tree",
+        "cherry",
+    ]
+)
+
+
+def _guard_call(
+    call: GitCall,
+    env: dict[str, str],
+    verdict: Verdict,
+    guarded_everything: set[str],
+    changed_before: bool,
+) -> bool:
+    """Guard one invocation; returns whether the state may have changed by its end.
+
+    After an earlier git command that may change the repository (``git add -A &&
+    git reset --hard``), the state a command meets is not the one visible now: every
+    dirty path of its work tree counts as at risk.
+    """
+    from guards.errors import UsageError
+    from guards.predict import cmdline
+
+    argv = [a if a is not None else UNKNOWN_WORD for a in call.argv]
+    if call.cwd is None:
+        if _surely_harmless(argv):
+            return changed_before
+        verdict.deny = (
+            f"refused `{call.text()}`: it runs after a `cd` to a directory the line "
+            "does not show, so guards cannot tell whose work it would destroy"
         )
-    if policy == "warn":
-        output.warn(f"`git {describe(cmd)}` is about to {verb} {what} (policy warn: no rescue)")
-        return []
-    return _rescue(ws, cmd, at_risk, commits, report=report)
+        return True
+    cmd_env, env_unknown = _env_for(call, env)
+    cwd = _nearest_dir(call.cwd)
+    try:
+        cmd = cmdline.parse(argv, cmd_env, cwd)
+    except UsageError:
+        return changed_before  # git itself rejects this before touching anything
+    changes = changed_before or cmd.subcommand not in READ_ONLY_SUBCOMMANDS
+    unknown_where = env_unknown or UNKNOWN_WORD in cmd.global_options
+    unknown_what = not call.known or cmd.subcommand == UNKNOWN_WORD or UNKNOWN_WORD in cmd.aliases
+    if cmd.subcommand is not None and cmd.subcommand in cmdline.KNOWN_COMMANDS:
+        maybe = cmd.subcommand in cmdline.DESTRUCTIVE_SUBCOMMANDS and (
+            unknown_what or cmdline.could_destroy(cmd)
+        )
+    else:
+        maybe = cmd.shell_alias is not None or unknown_what or cmdline.could_destroy(cmd)
+    if not maybe:
+        return changes
+    if unknown_where:
+        verdict.deny = (
+            f"refused `{call.text()}`: the repository it works on is only known when it runs"
+        )
+        return True
+    if unknown_what or changed_before or cmd.shell_alias is not None:
+        # Its arguments, or the state it will meet, cannot be read now: every dirty path
+        # of that work tree is at risk.
+        _guard_everything(cmd.cwd, cmd_env, call.text(), verdict, guarded_everything, cmd=cmd)
+        return True
+    _report(guard_command(cmd, report=False), verdict)
+    return True
 
 
-def _rescue(
-    ws: Workspace,
-    cmd: GitCommand,
-    at_risk: list[AtRisk],
-    commits: list[tuple[str, str]],
+def _surely_harmless(argv: list[str]) -> bool:
+    from guards.predict import cmdline
+
+    for a in argv:
+        if a.startswith("-"):
+            continue
+        return a in cmdline.KNOWN_COMMANDS and a not in cmdline.DESTRUCTIVE_SUBCOMMANDS
+    return True
+
+
+def _guard_everything(
+    cwd: str,
+    env: Mapping[str, str],
+    label: str,
+    verdict: Verdict,
+    guarded: set[str],
     *,
-    report: bool = True,
-) -> list[RescueResult]:
-    from guards.protect.rescue import AtRiskPath, report_line, rescue_commits, rescue_paths
+    cmd: GitCommand | None = None,
+) -> None:
+    """Rescue all dirty work of the repository at ``cwd`` not provably the caller's."""
+    from guards.git.repo import NotARepositoryError, discover
+    from guards.predict import cmdline
+    from guards.predict.blast import BlastRadius
+    from guards.predict.cmdline import GitCommand
+    from guards.protect import decide
 
-    label = describe(cmd)
-    results: list[RescueResult] = []
-    if at_risk:
-        results += rescue_paths(ws, [AtRiskPath(a.path, a.owner) for a in at_risk], command=label)
-    if commits:
-        results += rescue_commits(ws, [(oid, name, None) for oid, name in commits], command=label)
-    if report and not ws.config.quiet:
-        for result in results:
-            output.stderr_line(report_line(result))
-    return results
+    where = _nearest_dir(cwd)
+    if cmd is not None:
+        from guards.predict.blast import context
+
+        ctx = context(cmd)  # honours --git-dir, --work-tree and -C
+        if ctx is None or ctx.toplevel is None:
+            return  # no work tree: no uncommitted work to lose
+        toplevel = ctx.toplevel
+    else:
+        try:
+            repo = discover(where)
+        except NotARepositoryError:
+            return  # nothing of git's here to lose
+        if repo.toplevel is None:
+            return
+        toplevel = str(repo.toplevel)
+    key = os.path.realpath(toplevel)
+    if key in guarded:
+        return
+    guarded.add(key)
+    if cmd is None:
+        cmd = GitCommand(
+            argv=[],
+            global_options=[],
+            cwd=toplevel,
+            subcommand=None,
+            args=[label],
+            origin_cwd=where,
+            env=dict(env),
+        )
+    radius = BlastRadius(worktree=toplevel, losses=[], everything=True)
+    with cmdline.command_environment(cmd):
+        _report(decide.protect(cmd, radius, report=False), verdict)
+
+
+def _report(results: list[RescueResult], verdict: Verdict) -> None:
+    from guards.protect.rescue import report_line
+
+    verdict.rescued += [report_line(result) for result in results]

@@ -10,7 +10,7 @@ from guards.errors import GuardsError, UsageError
 from guards.git.dirty import DirtyPath
 from guards.git.repo import Repo, discover
 from guards.state import session as sessions
-from guards.state.attribution import UNKNOWN_OWNER, Owner, classify
+from guards.state.attribution import UNKNOWN_OWNER, Attribution, Owner, classify, fingerprint
 from guards.state.ledger import Ledger, LedgerData, LedgerUnreadableError
 from guards.values import Value
 
@@ -123,3 +123,18 @@ def _ignored(ws: Workspace, paths: list[str]) -> set[str]:
     if res.returncode not in (0, 1):
         return set(paths)  # cannot tell: keep them all
     return {os.fsdecode(p) for p in git.zsplit(res.stdout)}
+
+
+def record_paths(
+    ws: Workspace, session_id: str, relative: list[str], source: str = "record"
+) -> None:
+    """Attribute each repository-relative path, as it is now, to ``session_id``."""
+    top = ws.repo.worktree
+    fmt = ws.repo.object_format
+    prints = {rel: fingerprint(top / rel, fmt) for rel in relative}
+    now = time.time()
+    with ws.ledger.transaction() as data:
+        touch_session(data, session_id, now)
+        records = data.paths.setdefault(ws.repo.worktree_key, {})
+        for rel, fp in prints.items():
+            records[rel] = Attribution(session_id, fp, now, source).to_json()

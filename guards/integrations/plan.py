@@ -1,0 +1,73 @@
+"""What ``guards install`` and ``guards uninstall`` plan: the steps each integration
+(aliases and shim, native hooks, harness settings) contributes, and applying them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from guards.integrations.installation import Step
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from guards.git.repo import Repo
+
+
+#: The agent harnesses whose settings guards installs into.
+HARNESS_NAMES = ("claude", "codex")
+
+
+def harness_steps(
+    harnesses: list[str], scope: str | None, repo: Repo | None, *, install: bool
+) -> list[Step]:
+    """The Claude Code / Codex settings changes asked for (integrations.harness_settings);
+    ``scope`` None: the project's files inside a repository, else the user's."""
+    from guards.integrations import harness_settings
+
+    scope = scope or ("project" if repo is not None else "user")
+    project = Path(repo.toplevel) if repo is not None and repo.toplevel is not None else None
+    steps: list[Step] = []
+    for harness in harnesses:
+        path = harness_settings.settings_path(harness, scope, project)
+        change = harness_settings.plan_install if install else harness_settings.plan_uninstall
+        steps += change(harness, path)
+    return steps
+
+
+def harnesses(args: object) -> list[str]:
+    """The harnesses a command line names (``--claude``, ``--codex``)."""
+    return [name for name in HARNESS_NAMES if getattr(args, name, False)]
+
+
+def repo_or_none() -> Repo | None:
+    from guards.git.repo import NotARepositoryError, discover
+
+    try:
+        return discover()
+    except NotARepositoryError:
+        return None
+
+
+def hook_steps(repo: Repo, *, install: bool) -> list[Step]:
+    """Native hooks plan themselves (integrations.native_hooks); one step applies them all."""
+    from guards.integrations import native_hooks
+
+    change = native_hooks.install_native_hooks if install else native_hooks.uninstall_native_hooks
+    lines = change(repo, dry_run=True)
+    if not lines:
+        return []
+
+    def apply() -> None:
+        change(repo, dry_run=False)
+
+    return [Step("\n".join(lines), apply)]
+
+
+def execute(steps: list[Step], dry_run: bool) -> None:
+    if not steps:
+        print("nothing to do: already set up")
+        return
+    for step in steps:
+        if not dry_run:
+            step.apply()
+        for line in step.description.splitlines():
+            print(f"would {line}" if dry_run else line)
