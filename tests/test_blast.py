@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from guards.errors import UnknownStateError
+from guards.git.quoting import parse_clean_output
 from guards.predict import blast, cmdline
 from tests.blast_states import (
     base_repo,
@@ -197,7 +198,7 @@ def test_parse_clean_output_strips_prefix_once_and_keeps_spaces() -> None:
         b"Would remove dir/\n"
         b"Would skip repository nested/\n"
     )
-    removed, skipped = blast.parse_clean_output(out)
+    removed, skipped = parse_clean_output(out)
     assert removed == ["Would remove x", " two  spaces ", 'a\nbé"q', "dir/"]
     assert skipped == ["nested/"]
 

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import pytest
 
+from guards.git.objects import blob_oid
 from guards.protect.rescue import parse_trailers
-from guards.protect.snapshot import blob_oid
 from guards.state.ledger import Ledger
 from tests.conftest import git, make_repo, run_guards
 

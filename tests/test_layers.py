@@ -26,8 +26,9 @@ LAYERS = (
     ("guards.state",),
     ("guards.predict",),
     ("guards.protect",),
-    ("guards.report",),
     ("guards.integrations",),
+    # doctor audits every integration; the agent hooks' frame comes through commands
+    ("guards.report",),
     # the subcommands, and the argparse surface they share (guards.cli)
     ("guards.commands", "guards.cli"),
     # the entry point: decides whether argparse is needed at all

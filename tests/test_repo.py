@@ -103,3 +103,19 @@ def test_zsplit() -> None:
     assert guards_git.zsplit(b"") == []
     assert guards_git.zsplit(b"a\0b c\0") == [b"a", b"b c"]
     assert guards_git.zsplit(b"a\nb\0") == [b"a\nb"]
+
+
+def test_a_stopped_multi_commit_revert_is_a_revert_not_also_a_cherry_pick(tmp_path: Path) -> None:
+    """One reader of git's operation markers: sequencer/todo of a revert used to count as
+    a cherry-pick too (doctor then told the user to finish both)."""
+    repo = make_repo(tmp_path / "r", {"f": "1\n"})
+    for content in ("2\n", "3\n"):
+        (repo / "f").write_text(content)
+        git(repo, "commit", "-qam", content)
+    (repo / "f").write_text("local\n")
+    git(repo, "commit", "-qam", "local")
+    git(repo, "revert", "--no-edit", "HEAD~1", "HEAD~2", check=False)
+    assert discover(repo).operations_in_progress() == ["revert"]
+    git(repo, "revert", "--abort")
+    git(repo, "cherry-pick", "HEAD~1", "HEAD~2", check=False)
+    assert discover(repo).operations_in_progress() == ["cherry-pick"]

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from guards.git.objects import blob_oid
+from guards.git.quoting import unquote_path
 from guards.output import show_path
 from guards.protect.rescue import (
     AtRiskPath,
@@ -20,9 +22,7 @@ from guards.protect.rescue import (
     rescue_commits,
     rescue_paths,
     safe_component,
-    unquote_path,
 )
-from guards.protect.snapshot import blob_oid
 from guards.state.workspace import Workspace
 from tests.conftest import git, make_repo
 from tests.test_snapshot import observe

@@ -12,13 +12,13 @@ from typing import Any
 from guards import output
 from guards.errors import ExitCode, GuardsError, RefusedError, UsageError
 from guards.git import GitError
+from guards.git.worktrees import list_worktrees
 from guards.output import show_path
 from guards.protect.reaper import forget, lock_timeout, remove_worktree, rescue_worktree
 from guards.protect.rescue import namespace, report_line
 from guards.protect.worktrees import (
     WorktreeState,
     find_includes,
-    git_worktrees,
     include_patterns,
     inspect,
     lock_reason,
@@ -230,7 +230,7 @@ def _lock_text(s: WorktreeState) -> str:
 def _remove(args: argparse.Namespace) -> int:
     ws = Workspace.open()
     target = real(os.path.abspath(args.path))
-    listed = {real(w.path): w for w in git_worktrees(ws.repo)}
+    listed = {real(w.path): w for w in list_worktrees(ws.repo)}
     if target not in listed:
         data, _ = ws.read_ledger()
         if target in registry(data):

@@ -49,10 +49,11 @@ def _first_line(data: bytes) -> str:
     return ""
 
 
-def _is_shim(path: str) -> bool:
+def is_shim(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a guards shim (it carries :data:`SHIM_MARKER` near its top)."""
     try:
         with open(path, "rb") as f:
-            return SHIM_MARKER in f.read(1024)
+            return SHIM_MARKER in f.read(4096)
     except OSError:
         return False
 
@@ -66,7 +67,7 @@ def find_real_git(path_env: str | None = None, skip_dirs: Iterable[str] = ()) ->
         if not directory or os.path.realpath(directory) in skipped:
             continue
         candidate = os.path.join(directory, "git")
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK) and not _is_shim(candidate):
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK) and not is_shim(candidate):
             return candidate
     return None
 
@@ -77,7 +78,7 @@ def real_git() -> str:
     if _real_git_cache is None:
         explicit = os.environ.get(REAL_GIT_ENV)
         if explicit:
-            if _is_shim(explicit) or not os.access(explicit, os.X_OK):
+            if is_shim(explicit) or not os.access(explicit, os.X_OK):
                 raise GitNotFoundError(
                     f"{REAL_GIT_ENV}={explicit} is not an executable real git; "
                     f"point it at git itself or unset it"

@@ -9,13 +9,12 @@ from __future__ import annotations
 import os
 
 from guards import git
+from guards.git.objects import ZERO_MODE
 from guards.values import Value
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from guards.git.repo import Repo
-
-ZERO_MODE = "000000"
 
 
 class DirtyPath(Value):

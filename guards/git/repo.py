@@ -147,23 +147,16 @@ class Repo(Value):
             return None
         return os.fsdecode(git.strip_newline(res.stdout))
 
+    def hooks_dir(self) -> Path:
+        """The hooks directory git reads for this repository (``core.hooksPath`` honoured)."""
+        res = self.run(["rev-parse", "--path-format=absolute", "--git-path", "hooks"])
+        return _path(os.fsdecode(git.strip_newline(res.stdout)))
+
     def operations_in_progress(self) -> list[str]:
-        """merge, rebase, cherry-pick, revert, am, bisect: read from the git dir's markers."""
-        found: list[str] = []
-        gd = self.git_dir
-        if (gd / "rebase-merge").is_dir():
-            found.append("rebase")
-        if (gd / "rebase-apply").is_dir():
-            found.append("am" if (gd / "rebase-apply" / "applying").exists() else "rebase")
-        if (gd / "MERGE_HEAD").exists():
-            found.append("merge")
-        if (gd / "CHERRY_PICK_HEAD").exists() or (gd / "sequencer" / "todo").exists():
-            found.append("cherry-pick")
-        if (gd / "REVERT_HEAD").exists():
-            found.append("revert")
-        if (gd / "BISECT_LOG").exists():
-            found.append("bisect")
-        return found
+        """merge, rebase, cherry-pick, revert, am, bisect (see guards.git.operations)."""
+        from guards.git.operations import in_progress
+
+        return in_progress(self.git_dir_text)
 
 
 def discover(cwd: str | os.PathLike[str] | None = None) -> Repo:
@@ -224,15 +217,22 @@ def _from_rev_parse(res: git.Result, cwd: str | os.PathLike[str] | None) -> Repo
     )
 
 
-def check_git_version() -> None:
-    """Raise a clear error when git is older than :data:`MIN_GIT` (checked only when
-    discovery went wrong: an old git fails there first)."""
+def git_version() -> tuple[str, tuple[int, int] | None]:
+    """git's own words (``git version 2.39.5``) and its (major, minor), None when they
+    cannot be read (a vendor's build may add words around the number)."""
     import re
 
     res = git.run(["version"], check=False, readonly=False)
     text = res.stdout.decode("utf-8", "replace").strip()
-    m = re.match(r"git version (\d+)\.(\d+)", text)
-    if m is not None and (int(m.group(1)), int(m.group(2))) < MIN_GIT:
+    m = re.search(r"(\d+)\.(\d+)", text)
+    return text, (int(m.group(1)), int(m.group(2))) if m is not None else None
+
+
+def check_git_version() -> None:
+    """Raise a clear error when git is older than :data:`MIN_GIT` (checked only when
+    discovery went wrong: an old git fails there first)."""
+    text, version = git_version()
+    if version is not None and version < MIN_GIT:
         raise GitTooOldError(
             f"{text} ({git.real_git()}) is too old: guards needs git >= "
             f"{MIN_GIT[0]}.{MIN_GIT[1]}; upgrade git or point GUARDS_REAL_GIT at a newer one"

@@ -29,6 +29,8 @@ from guards import git, output
 from guards.config import parse_bool
 from guards.errors import ExitCode, UsageError
 from guards.git.dirty import DirtyPath, read_dirty
+from guards.git.history import commits_held_only_by
+from guards.git.objects import empty_tree, is_zero_oid
 from guards.git.repo import Repo
 from guards.state.attribution import Attribution, Ownership, classify
 from guards.state.ledger import LedgerData, LedgerUnreadableError
@@ -42,12 +44,6 @@ OVERRIDES = (ALLOW_FOREIGN_COMMIT, ALLOW_MASS_DELETION, ALLOW_FORCE_PUSH)
 
 DEFAULT_MAX_FILES = 50
 DEFAULT_MAX_PERCENT = 20.0
-
-#: ``git hash-object -t tree /dev/null`` for each object format.
-_EMPTY_TREE = {
-    "sha1": "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
-    "sha256": "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321",
-}
 
 
 @dataclass
@@ -74,10 +70,6 @@ def allowed(name: str, env: Mapping[str, str] | None = None) -> bool:
         raise UsageError(f"bad value {value!r} for {name}: expected 1 or 0") from None
 
 
-def is_zero_oid(oid: str) -> bool:
-    return bool(oid) and set(oid) == {"0"}
-
-
 # -- what the commit would record ------------------------------------------------------
 
 
@@ -98,7 +90,7 @@ def staged_changes(repo: Repo) -> list[StagedChange]:
     ``diff-index --cached`` compares trees with the index and never refreshes or writes
     the index, unlike ``git diff``.
     """
-    base = repo.head() or _EMPTY_TREE.get(repo.object_format, _EMPTY_TREE["sha1"])
+    base = repo.head() or empty_tree(repo.object_format)
     res = repo.run(["diff-index", "--cached", "-z", "--no-renames", "--raw", base])
     records = git.zsplit(res.stdout)
     changes: list[StagedChange] = []
@@ -383,11 +375,7 @@ def _is_ancestor(repo: Repo, ancestor: str, descendant: str) -> bool:
 
 def _unreachable_count(repo: Repo, oid: str, keep: list[str], exclude: list[str]) -> int:
     """How many commits of ``oid`` no ref (but the excluded) and no ``keep`` oid reaches."""
-    args = ["rev-list", "--count", oid, "--not", *keep]
-    args += [f"--exclude={e}" for e in exclude]
-    args.append("--all")
-    res = repo.run(args)
-    return int(res.stdout.strip() or b"0")
+    return len(commits_held_only_by(repo.run, oid, other_tips=keep, ignoring=exclude))
 
 
 def _tracking_refs(remote: str, remote_ref: str) -> list[str]:

@@ -174,20 +174,12 @@ def shim_text(directory: Path) -> str:
     )
 
 
-def is_our_shim(path: Path) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return git.SHIM_MARKER in f.read(1024)
-    except OSError:
-        return False
-
-
 def plan_shim(directory: Path, manifest: Path) -> list[Step]:
     directory = Path(os.path.abspath(directory))
     target = directory / "git"
     text = shim_text(directory)
     if target.exists() or target.is_symlink():
-        if not is_our_shim(target):
+        if not git.is_shim(target):
             raise UsageError(f"{target} exists and is not a guards shim; choose another directory")
         if target.read_text() == text:
             return []
@@ -218,7 +210,7 @@ def plan_remove_shim(directory: Path, manifest: Path) -> list[Step]:
     target = directory / "git"
     if not target.exists():
         return []
-    if not is_our_shim(target):
+    if not git.is_shim(target):
         raise UsageError(f"{target} is not a guards shim; leaving it alone")
 
     def apply() -> None:

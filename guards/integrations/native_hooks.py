@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from guards import git
 from guards.errors import GuardsError, UnknownStateError
 from guards.git.repo import Repo
 
@@ -103,13 +102,8 @@ def render_script(hook_type: str, python: str | None = None) -> bytes:
     ).encode()
 
 
-def hooks_directory(repo: Repo) -> Path:
-    """The hooks directory git reads for this repository (``core.hooksPath`` honoured)."""
-    res = repo.run(["rev-parse", "--path-format=absolute", "--git-path", "hooks"])
-    return Path(os.fsdecode(git.strip_newline(res.stdout)))
-
-
-def _is_ours(path: Path) -> bool:
+def is_native_hook(path: Path) -> bool:
+    """Whether ``path`` is a hook script written by ``guards install --hooks``."""
     try:
         if path.is_symlink() or not path.is_file():
             return False
@@ -210,7 +204,7 @@ def _plan_install(hooks_dir: Path, manifest: dict[str, Any]) -> list[_Step]:
         path = hooks_dir / hook_type
         chained = hooks_dir / (hook_type + CHAINED_SUFFIX)
         script = render_script(hook_type)
-        if _is_ours(path):
+        if is_native_hook(path):
             current = _file_sha256(path) == _sha256(script)
             action = (
                 "update" if not current else "keep" if hook_type in manifest["hooks"] else "adopt"
@@ -245,7 +239,7 @@ _DESCRIBE = {
 
 def install_native_hooks(repo: Repo, *, dry_run: bool = False) -> list[str]:
     """Install guards' native hooks; one human line per action (planned when ``dry_run``)."""
-    hooks_dir = hooks_directory(repo)
+    hooks_dir = repo.hooks_dir()
     manifest = _read_manifest(repo)
     steps = _plan_install(hooks_dir, manifest)
     lines = [
@@ -298,7 +292,7 @@ def uninstall_native_hooks(repo: Repo, *, dry_run: bool = False) -> list[str]:
         path = Path(entry["path"])
         chained = Path(entry["chained"]) if entry.get("chained") else None
         has_chained = chained is not None and os.path.lexists(chained)
-        if os.path.lexists(path) and not _is_ours(path):
+        if os.path.lexists(path) and not is_native_hook(path):
             # Someone replaced our script (pre-commit install moves it to .legacy, say):
             # restoring the chained hook now would clobber theirs. Keep it on record.
             lines.append(
@@ -339,4 +333,4 @@ def installed_native_hooks(repo: Repo) -> list[str]:
     except GuardsError:
         return []
     hooks = manifest["hooks"]
-    return [h for h in HOOK_TYPES if h in hooks and _is_ours(Path(hooks[h]["path"]))]
+    return [h for h in HOOK_TYPES if h in hooks and is_native_hook(Path(hooks[h]["path"]))]

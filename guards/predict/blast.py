@@ -14,6 +14,10 @@ import stat
 
 from guards import git
 from guards.errors import UnknownStateError
+from guards.git import operations
+from guards.git.history import commits_held_only_by
+from guards.git.objects import GITLINK, ZERO_MODE, blob_oid, empty_tree
+from guards.git.quoting import c_unquote, parse_clean_output
 from guards.predict.cmdline import (
     GitCommand,
     Options,
@@ -31,12 +35,6 @@ if TYPE_CHECKING:
 
 #: What a Loss can name: work tree content, a staged blob, an untracked or ignored file.
 KINDS = frozenset({"worktree", "staged", "untracked", "ignored"})
-ZERO_MODE = "000000"
-GITLINK = "160000"
-EMPTY_TREE = {
-    "sha1": "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
-    "sha256": "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321",
-}
 
 Version = tuple[str, str]
 
@@ -458,7 +456,7 @@ def _hash_work(ctx: Context, entries: list[Entry]) -> None:
         if e.gitlink or stat.S_ISDIR(st.st_mode):
             e.work = (e.work[0], "?")  # a gitlink's commit: not ours to hash
         elif stat.S_ISLNK(st.st_mode):
-            e.work = (e.work[0], _blob_id(ctx.object_format, os.fsencode(os.readlink(full))))
+            e.work = (e.work[0], blob_oid(os.fsencode(os.readlink(full)), ctx.object_format))
         elif "\n" in e.path:
             with open(full, "rb") as f:
                 data = f.read()
@@ -477,15 +475,6 @@ def _hash_work(ctx: Context, entries: list[Entry]) -> None:
             e.work = (e.work[0], oid)
 
 
-def _blob_id(object_format: str, data: bytes) -> str:
-    import hashlib  # lazily: ~10 ms at start-up, and most commands never hash
-
-    h = hashlib.sha256() if object_format == "sha256" else hashlib.sha1()
-    h.update(b"blob %d\0" % len(data))
-    h.update(data)
-    return h.hexdigest()
-
-
 # ---------------------------------------------------------------------------
 # The target X: its versions of the paths that differ from HEAD
 
@@ -498,7 +487,7 @@ class Target:
         self.diff: dict[str, tuple[Version | None, Version | None]] = {}
         if oid is None or oid == head:
             return
-        empty = EMPTY_TREE.get(ctx.object_format, EMPTY_TREE["sha1"])
+        empty = empty_tree(ctx.object_format)
         out = ctx.out(["diff-tree", "-r", "-z", "--no-renames", head or empty, oid])
         records = git.zsplit(out)
         for meta, path in zip(records[::2], records[1::2], strict=False):
@@ -603,25 +592,13 @@ class Losses:
         return BlastRadius(worktree=ctx.toplevel, losses=losses, **kw)  # type: ignore[arg-type]
 
 
-#: Marker files of operations in progress naming the commit they bring in.
-_INCOMING = ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REBASE_HEAD")
-_OPERATIONS = ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply")
-
-
 def _incoming_targets(ctx: Context) -> list[Target]:
-    targets = []
-    for name in _INCOMING:
-        try:
-            with open(os.path.join(ctx.git_dir, name), encoding="ascii") as f:
-                oids = f.read().split()
-        except OSError:
-            continue
-        targets += [Target(ctx, oid, ctx.head()) for oid in oids]
-    return targets
+    return [Target(ctx, oid, ctx.head()) for oid in operations.incoming_heads(ctx.git_dir)]
 
 
 def operation_in_progress(ctx: Context) -> bool:
-    return any(os.path.exists(os.path.join(ctx.git_dir, n)) for n in _OPERATIONS)
+    """An operation that makes git refuse to switch branches (bisect does not)."""
+    return any(op != "bisect" for op in operations.in_progress(ctx.git_dir))
 
 
 def _tracked(state: State) -> Iterable[Entry]:
@@ -921,7 +898,7 @@ def _switch(ctx: Context, args: list[str]) -> BlastRadius:
     head = ctx.head()
     losses = Losses()
     if o.given("orphan"):
-        x_oid: str | None = EMPTY_TREE.get(ctx.object_format)
+        x_oid: str | None = empty_tree(ctx.object_format)
         target_name = None
     else:
         target_name = o.positionals[0] if o.positionals else None
@@ -976,53 +953,6 @@ def _restore(ctx: Context, args: list[str]) -> BlastRadius:
     else:
         r6(state, target, losses)
     return losses.radius(ctx, state)
-
-
-def c_unquote(data: bytes) -> bytes:
-    """Undo git's C-style quoting of a path (``"a\\tb\\303\\251"``)."""
-    if not (len(data) >= 2 and data.startswith(b'"') and data.endswith(b'"')):
-        return data
-    body = data[1:-1]
-    out = bytearray()
-    simple = {
-        ord("a"): 7,
-        ord("b"): 8,
-        ord("t"): 9,
-        ord("n"): 10,
-        ord("v"): 11,
-        ord("f"): 12,
-        ord("r"): 13,
-        ord('"'): 34,
-        ord("\\"): 92,
-    }
-    i = 0
-    while i < len(body):
-        c = body[i]
-        if c == 0x5C and i + 1 < len(body):
-            n = body[i + 1]
-            if n in simple:
-                out.append(simple[n])
-                i += 2
-                continue
-            if 0x30 <= n <= 0x37 and i + 3 < len(body):
-                out.append(int(body[i + 1 : i + 4], 8))
-                i += 4
-                continue
-        out.append(c)
-        i += 1
-    return bytes(out)
-
-
-def parse_clean_output(data: bytes) -> tuple[list[str], list[str]]:
-    """(removed, skipped) paths from ``git clean -n``; a directory keeps its ``/``."""
-    removed: list[str] = []
-    skipped: list[str] = []
-    for line in data.split(b"\n"):
-        if line.startswith(b"Would remove "):
-            removed.append(os.fsdecode(c_unquote(line[len(b"Would remove ") :])))
-        elif line.startswith(b"Would skip repository "):
-            skipped.append(os.fsdecode(c_unquote(line[len(b"Would skip repository ") :])))
-    return removed, skipped
 
 
 def _clean(ctx: Context, args: list[str]) -> BlastRadius:
@@ -1253,15 +1183,7 @@ def _branch_reset_loss(ctx: Context, name: str | None, new_tip: str) -> list[tup
 
 
 def _unreachable_from(ctx: Context, oid: str, extra: Sequence[str], exclude: Sequence[str]) -> bool:
-    out = ctx.out(["for-each-ref", "--format=%(objectname) %(refname)"])
-    tips = list(extra)
-    for line in out.decode("utf-8", "surrogateescape").splitlines():
-        obj, _, ref = line.partition(" ")
-        if ref not in exclude:
-            tips.append(obj)
-    stdin = "".join(f"^{t}\n" for t in tips).encode()
-    res = ctx.run(["rev-list", "-n1", "--stdin", oid], stdin=stdin)
-    return bool(res.stdout.strip())
+    return bool(commits_held_only_by(ctx.run, oid, other_tips=extra, ignoring=exclude, limit=1))
 
 
 def _branch(ctx: Context, args: list[str]) -> BlastRadius:
@@ -1326,20 +1248,12 @@ def _sequencer_target(ctx: Context, sub: str) -> str | None:
     return None
 
 
-_MARKERS = {
-    "merge": ("MERGE_HEAD",),
-    "cherry-pick": ("CHERRY_PICK_HEAD", "sequencer"),
-    "revert": ("REVERT_HEAD", "sequencer"),
-    "am": ("rebase-apply/applying",),
-    "rebase": ("rebase-merge", "rebase-apply"),
-}
-
-
 def _in_progress(ctx: Context, sub: str) -> bool:
-    markers = _MARKERS.get(sub, ())
-    if sub == "rebase" and os.path.exists(os.path.join(ctx.git_dir, "rebase-apply", "applying")):
-        return False  # that is an am
-    return any(os.path.exists(os.path.join(ctx.git_dir, m)) for m in markers)
+    """Whether ``git <sub> --abort|--skip`` has something to act on."""
+    ops = operations.in_progress(ctx.git_dir)
+    if sub in ("cherry-pick", "revert"):
+        return "cherry-pick" in ops or "revert" in ops  # git's sequencer stops either one
+    return sub in ops
 
 
 def _rebase_like(ctx: Context, args: list[str]) -> BlastRadius:

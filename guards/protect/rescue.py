@@ -29,9 +29,10 @@ from typing import Any
 
 from guards import git
 from guards.errors import GuardsError, RefusedError
+from guards.git.objects import GITLINK
+from guards.git.quoting import unquote_path
 from guards.output import show_path
 from guards.protect.snapshot import (
-    GITLINK,
     Capture,
     Entry,
     SnapshotError,
@@ -190,31 +191,6 @@ def parse_trailers(message: str) -> dict[str, list[str]]:
                 value = unquote_path(value)
             out.setdefault(key, []).append(value)
     return out
-
-
-def unquote_path(value: str) -> str:
-    """The inverse of :func:`guards.output.show_path`."""
-    if not (len(value) >= 2 and value.startswith('"') and value.endswith('"')):
-        return value
-    body = value[1:-1]
-    out = bytearray()
-    i = 0
-    escapes = {"n": 10, "t": 9, "r": 13, '"': 34, "\\": 92}
-    while i < len(body):
-        ch = body[i]
-        if ch == "\\" and i + 1 < len(body):
-            nxt = body[i + 1]
-            if nxt in escapes:
-                out.append(escapes[nxt])
-                i += 2
-                continue
-            if body[i + 1 : i + 4].isdigit() and len(body[i + 1 : i + 4]) == 3:
-                out.append(int(body[i + 1 : i + 4], 8))
-                i += 4
-                continue
-        out.extend(ch.encode("utf-8", "surrogateescape"))
-        i += 1
-    return os.fsdecode(bytes(out))
 
 
 def _message(

@@ -15,7 +15,6 @@ whose cache-tree is valid everywhere else.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import shutil
 import stat
@@ -26,6 +25,15 @@ from pathlib import Path
 
 from guards import git
 from guards.errors import RefusedError
+from guards.git.objects import (
+    GITLINK,
+    SYMLINK,
+    blob_oid,
+    empty_tree,
+    file_blob_oid,
+    object_oid,
+    zero_oid,
+)
 from guards.git.repo import Repo
 
 #: git config for every command that writes a private index: a full index file of our
@@ -33,9 +41,6 @@ from guards.git.repo import Repo
 _PRIVATE = ["-c", "core.splitIndex=false", "-c", "core.fsmonitor=false"]
 #: Commits guards writes never prompt for or attempt a signature.
 _NO_SIGN = ["-c", "commit.gpgsign=false"]
-
-GITLINK = "160000"
-SYMLINK = "120000"
 
 
 class SnapshotError(RefusedError):
@@ -77,32 +82,6 @@ def parse_raw_diff(data: bytes) -> dict[str, Change]:
 
 def _state(mode: str, oid: str) -> State:
     return None if mode == "000000" else Entry(mode, oid)
-
-
-def blob_oid(data: bytes, object_format: str = "sha1") -> str:
-    h = hashlib.sha256() if object_format == "sha256" else hashlib.sha1()
-    h.update(b"blob %d\0" % len(data))
-    h.update(data)
-    return h.hexdigest()
-
-
-def object_oid(kind: bytes, data: bytes, object_format: str = "sha1") -> str:
-    h = hashlib.sha256() if object_format == "sha256" else hashlib.sha1()
-    h.update(kind + b" %d\0" % len(data))
-    h.update(data)
-    return h.hexdigest()
-
-
-def zero_oid(object_format: str) -> str:
-    return "0" * (64 if object_format == "sha256" else 40)
-
-
-def empty_tree(object_format: str) -> str:
-    return (
-        "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321"
-        if object_format == "sha256"
-        else "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-    )
 
 
 def index_info_line(path: str, state: State, object_format: str) -> bytes:
@@ -534,22 +513,8 @@ def disk_states(repo: Repo, paths: list[str], filemode: bool) -> dict[str, State
             out[p] = "directory"
         else:
             mode = "100755" if filemode and st.st_mode & 0o100 else "100644"
-            out[p] = Entry(mode, _file_blob_oid(absolute, st.st_size, fmt))
+            out[p] = Entry(mode, file_blob_oid(absolute, st.st_size, fmt))
     return out
-
-
-def _file_blob_oid(path: str, size: int, object_format: str) -> str:
-    """The blob id of a file's raw bytes, read in chunks (rescued files may be large)."""
-    h = hashlib.sha256() if object_format == "sha256" else hashlib.sha1()
-    h.update(b"blob %d\0" % size)
-    seen = 0
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-            seen += len(chunk)
-    if seen != size:
-        return ""  # changed while being read: never equal to what git stored
-    return h.hexdigest()
 
 
 def filtered_oids(repo: Repo, paths: list[str]) -> dict[str, str]:

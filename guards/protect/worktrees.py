@@ -32,7 +32,9 @@ from typing import Any
 from guards import git
 from guards.errors import GuardsError, UnknownStateError
 from guards.git.dirty import read_dirty
+from guards.git.history import commits_held_only_by
 from guards.git.repo import Repo, discover
+from guards.git.worktrees import list_worktrees
 from guards.output import show_path
 from guards.state.ledger import LedgerData
 from guards.state.session import Liveness, Session
@@ -65,50 +67,6 @@ def real(path: str | os.PathLike[str]) -> str:
 
 
 # -- what git knows ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class GitWorktree:
-    path: str
-    head: str | None
-    branch: str | None
-    bare: bool
-    #: the lock reason ("" when locked without one); None when not locked
-    locked: str | None
-    prunable: str | None
-    is_main: bool
-
-
-def git_worktrees(repo: Repo) -> list[GitWorktree]:
-    """``git worktree list --porcelain -z``; the first one is the main worktree."""
-    res = repo.run(["worktree", "list", "--porcelain", "-z"])
-    out: list[GitWorktree] = []
-    current: dict[str, str] = {}
-
-    def flush() -> None:
-        if current:
-            branch = current.get("branch")
-            out.append(
-                GitWorktree(
-                    path=current.get("worktree", ""),
-                    head=(current.get("HEAD", "").strip("0") and current.get("HEAD")) or None,
-                    branch=branch,
-                    bare="bare" in current,
-                    locked=current.get("locked"),
-                    prunable=current.get("prunable"),
-                    is_main=not out,
-                )
-            )
-            current.clear()
-
-    for record in res.stdout.split(b"\0"):
-        if not record:
-            flush()
-            continue
-        name, _, value = record.partition(b" ")
-        current[name.decode("ascii", "replace")] = os.fsdecode(value)
-    flush()
-    return out
 
 
 # -- the serializing lock -----------------------------------------------------------------------
@@ -519,7 +477,7 @@ def inspect(
     now = time.time() if now is None else now
     regs = registry(data)
     wanted = {real(p) for p in only} if only is not None else None
-    listed = git_worktrees(repo)
+    listed = list_worktrees(repo)
     cwds = process_cwds() if processes else None
     out: list[WorktreeState] = []
     todo: list[WorktreeState] = []
@@ -619,10 +577,6 @@ def unsaved_commits(repo: Repo, head: str | None, branch: str | None, namespace:
     """Commits of ``head`` that no remote-tracking ref, tag, rescue ref or other branch has."""
     if not head:
         return []
-    args = ["rev-list", head, "--not"]
-    if branch:
-        # --exclude before --branches takes the short name
-        args.append(f"--exclude={branch.removeprefix('refs/heads/')}")
-    args += ["--branches", "--remotes", "--tags", f"--glob={namespace}/*"]
-    res = repo.run(args)
-    return res.stdout.decode().split()
+    saved_by = ["refs/heads/", "refs/remotes/", "refs/tags/", namespace.rstrip("/") + "/"]
+    ignoring = [branch] if branch else []
+    return commits_held_only_by(repo.run, head, ignoring=ignoring, refs=saved_by)

@@ -12,6 +12,7 @@ import enum
 import os
 import stat
 
+from guards.git.objects import blob_oid
 from guards.values import Value
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
@@ -75,15 +76,6 @@ class Fingerprint(Value):
         )
 
 
-def blob_id(data: bytes, object_format: str = "sha1") -> str:
-    import hashlib  # lazily: ~10 ms to import, and the frame's clean path never hashes
-
-    h = hashlib.sha256() if object_format == "sha256" else hashlib.sha1()
-    h.update(b"blob %d\0" % len(data))
-    h.update(data)
-    return h.hexdigest()
-
-
 def _content(path: str | os.PathLike[str], st: os.stat_result) -> bytes | None:
     if stat.S_ISLNK(st.st_mode):
         return os.fsencode(os.readlink(path))
@@ -107,7 +99,7 @@ def fingerprint(
             content = _content(path, st)
         except OSError:
             content = None
-        blob = blob_id(content, object_format) if content is not None else None
+        blob = blob_oid(content, object_format) if content is not None else None
     return Fingerprint(
         size=st.st_size, mtime_ns=st.st_mtime_ns, mode=st.st_mode, inode=st.st_ino, blob=blob
     )

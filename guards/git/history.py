@@ -1,0 +1,42 @@
+"""Questions about commits and the refs that keep them: which commits nothing else
+holds (what a branch deletion, a forced reset or a force push would leave dangling)."""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from guards.git import Result
+
+    #: How a question reaches git: a repository's ``run`` (argv, stdin) -> result.
+    Runner = Callable[..., Result]
+
+
+def commits_held_only_by(
+    run: Runner,
+    tip: str,
+    *,
+    other_tips: Sequence[str] = (),
+    ignoring: Sequence[str] = (),
+    refs: Sequence[str] = ("refs/",),
+    limit: int | None = None,
+) -> list[str]:
+    """The commits reachable from ``tip`` that no ref under ``refs`` (but those in
+    ``ignoring``, full names) and none of ``other_tips`` reaches; newest first, at most
+    ``limit``. Ref names are compared exactly (never as patterns), and the tips reach
+    git on stdin, so thousands of refs cost no command line."""
+    listed = run(["for-each-ref", "--format=%(objectname)%00%(refname)", *refs]).stdout
+    skip = set(ignoring)
+    tips = list(other_tips)
+    for line in listed.split(b"\n"):
+        oid, _, ref = line.partition(b"\0")
+        if oid and os.fsdecode(ref) not in skip:
+            tips.append(oid.decode("ascii"))
+    args = ["rev-list", "--stdin", tip]
+    if limit is not None:
+        args.insert(1, f"--max-count={limit}")
+    stdin = "".join(f"^{t}\n" for t in dict.fromkeys(tips)).encode("ascii")
+    return run(args, stdin=stdin).stdout.decode("ascii").split()

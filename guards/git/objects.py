@@ -1,0 +1,89 @@
+"""git's object ids and file modes: the constants and the hashing git itself does.
+
+Each object format (``sha1``, ``sha256``) has its own ids; everything here takes the
+repository's ``object_format``. ``hashlib`` is imported only when something is hashed:
+it costs ~10 ms at start-up, and most commands never hash.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
+if TYPE_CHECKING:
+    from typing import Any, NewType
+
+    #: A full hexadecimal object id (40 digits for sha1, 64 for sha256).
+    ObjectId = NewType("ObjectId", str)
+    #: A git file mode as git writes it in its machine formats ("100644", "160000", ...).
+    FileMode = NewType("FileMode", str)
+else:
+    ObjectId = FileMode = str
+
+#: The mode git writes for "no such entry" in raw diffs and ``status --porcelain=v2``.
+ZERO_MODE = "000000"
+REGULAR = "100644"
+EXECUTABLE = "100755"
+SYMLINK = "120000"
+#: A submodule's (or nested repository's) entry: a commit, not a blob.
+GITLINK = "160000"
+TREE = "040000"
+
+#: ``git hash-object -t tree /dev/null`` for each object format.
+_EMPTY_TREES = {
+    "sha1": "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+    "sha256": "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321",
+}
+
+
+def hex_length(object_format: str) -> int:
+    return 64 if object_format == "sha256" else 40
+
+
+def empty_tree(object_format: str) -> str:
+    """The id of the empty tree (git knows it without storing it)."""
+    return _EMPTY_TREES["sha256" if object_format == "sha256" else "sha1"]
+
+
+def zero_oid(object_format: str) -> str:
+    """The all-zero id git uses for "no object" (a deleted ref, an unborn side)."""
+    return "0" * hex_length(object_format)
+
+
+def is_zero_oid(oid: str) -> bool:
+    return bool(oid) and set(oid) == {"0"}
+
+
+def _hasher(object_format: str) -> Any:
+    import hashlib
+
+    return hashlib.sha256() if object_format == "sha256" else hashlib.sha1()
+
+
+def object_oid(kind: bytes, data: bytes, object_format: str = "sha1") -> str:
+    """The id git gives an object of ``kind`` (b"blob", b"tree", ...) holding ``data``."""
+    h = _hasher(object_format)
+    h.update(kind + b" %d\0" % len(data))
+    h.update(data)
+    digest: str = h.hexdigest()
+    return digest
+
+
+def blob_oid(data: bytes, object_format: str = "sha1") -> str:
+    """The blob id of raw bytes, as ``git hash-object --no-filters`` computes it."""
+    return object_oid(b"blob", data, object_format)
+
+
+def file_blob_oid(path: str, size: int, object_format: str = "sha1") -> str:
+    """The blob id of a file's raw bytes, read in chunks (rescued files may be large);
+    "" when the file did not hold ``size`` bytes while read (it is changing: never equal
+    to anything git stored)."""
+    h = _hasher(object_format)
+    h.update(b"blob %d\0" % size)
+    seen = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+            seen += len(chunk)
+    if seen != size:
+        return ""
+    digest: str = h.hexdigest()
+    return digest
