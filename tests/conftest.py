@@ -8,17 +8,13 @@ caller's ``GIT_*`` or ``GUARDS_*`` variables.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-import guards
 from guards import git as guards_git
-
-PROJECT_ROOT = Path(guards.__file__).resolve().parent.parent
+from tests.helpers import PROJECT_ROOT, make_repo
 
 _SEAL = {
     "GIT_CONFIG_NOSYSTEM": "1",
@@ -61,52 +57,6 @@ def hermetic_seal(
     )
     monkeypatch.setattr(guards_git, "_real_git_cache", None)
     return home
-
-
-def git(cwd: Path | str, *args: str, check: bool = True, input: bytes | None = None) -> str:
-    """Run the real git in ``cwd``; its stdout as text."""
-    proc = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True, check=False)
-    if check and proc.returncode != 0:
-        raise AssertionError(
-            f"git {' '.join(args)} failed ({proc.returncode}): {proc.stderr.decode()}"
-        )
-    return proc.stdout.decode("utf-8", "surrogateescape")
-
-
-def run_guards(
-    *args: str,
-    cwd: Path | str,
-    env: dict[str, str] | None = None,
-    input: bytes | None = None,
-    timeout: float = 120,
-) -> subprocess.CompletedProcess[str]:
-    """Run the guards CLI in a real subprocess, as a user would."""
-    full_env = dict(os.environ)
-    if env:
-        full_env.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "guards", *args],
-        cwd=cwd,
-        env=full_env,
-        input=input.decode() if input is not None else None,
-        capture_output=True,
-        text=True,
-        errors="surrogateescape",
-        timeout=timeout,
-        check=False,
-    )
-
-
-def make_repo(path: Path, files: dict[str, str] | None = None) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    git(path, "init", "-q")
-    for name, content in (files or {"README": "hello\n"}).items():
-        target = path / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content)
-    git(path, "add", "-A")
-    git(path, "commit", "-q", "-m", "initial")
-    return path
 
 
 @pytest.fixture

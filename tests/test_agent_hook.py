@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from guards.commands.agent_hook import session_for
-from tests.conftest import git, make_repo, run_guards
+from tests.helpers import git, make_repo, run_guards
 
 BOB = session_for("claude", "bob")
 

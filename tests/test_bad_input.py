@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from guards.state.ledger import CORRUPT_SUFFIX
-from tests.conftest import git, make_repo, run_guards
+from tests.helpers import git, make_repo, run_guards
 
 ROOT = os.geteuid() == 0
 CALLER = {"GUARDS_SESSION": "bob"}

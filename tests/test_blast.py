@@ -23,7 +23,7 @@ from tests.blast_states import (
     snapshot,
     write,
 )
-from tests.conftest import git, make_repo
+from tests.helpers import git, make_repo
 
 FULL = "full"  # conflicts with `other` and untracked collisions
 CALM = "calm"  # no conflicting local changes, no untracked collisions (switches succeed)

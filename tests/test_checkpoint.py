@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import git, run_guards
-from tests.test_snapshot import observe
+from tests.helpers import git, observe, run_guards
 
 
 def as_session(session: str, **extra: str) -> dict[str, str]:

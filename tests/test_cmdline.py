@@ -10,7 +10,7 @@ import pytest
 from guards.errors import UsageError
 from guards.predict import cmdline
 from guards.predict.cmdline import could_destroy, parse, parse_options
-from tests.conftest import git, make_repo
+from tests.helpers import git, make_repo
 
 
 def p(repo: Path | str, *argv: str, env: dict[str, str] | None = None) -> cmdline.GitCommand:

@@ -39,8 +39,8 @@ from pathlib import Path
 import pytest
 
 from guards.state.ledger import Ledger
-from tests.conftest import git, make_repo
 from tests.guarded import install_shim
+from tests.helpers import git, make_repo
 
 WRITERS = 8
 SHARED = 4

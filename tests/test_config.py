@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from guards.config import parse_duration, parse_size
-from tests.conftest import run_guards
+from tests.helpers import run_guards
 
 
 def test_set_get_unset_in_the_repository_file(repo: Path) -> None:

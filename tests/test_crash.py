@@ -33,7 +33,7 @@ import pytest
 from guards.git.objects import blob_oid
 from guards.protect.rescue import parse_trailers
 from guards.state.ledger import Ledger
-from tests.conftest import git, make_repo, run_guards
+from tests.helpers import git, make_repo, run_guards
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import run_guards
+from tests.helpers import run_guards
 
 
 def test_demo_shows_rescue_and_restore(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from guards.report.doctor import Finding
 from guards.state.attribution import Attribution, fingerprint
 from guards.state.ledger import Ledger
 from guards.state.session import hostname, process_start_time
-from tests.conftest import git, make_repo, run_guards
+from tests.helpers import git, make_repo, run_guards
 
 DAY = 86400.0
 

@@ -13,7 +13,7 @@ import pytest
 
 from guards.state.attribution import Attribution, fingerprint
 from guards.state.ledger import Ledger
-from tests.conftest import PROJECT_ROOT, git, run_guards
+from tests.helpers import PROJECT_ROOT, git, run_guards
 
 CLOSING = (
     "You did not necessarily make these. Do not assume they are yours, and do not\n"
@@ -68,7 +68,7 @@ def test_one_change_is_singular(repo: Path) -> None:
 
 
 def test_attributed_frame_matches_the_documented_format(tmp_path: Path) -> None:
-    from tests.conftest import make_repo
+    from tests.helpers import make_repo
 
     repo = make_repo(
         tmp_path / "r",

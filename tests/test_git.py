@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from guards import git as guards_git
-from tests.conftest import git
+from tests.helpers import git
 
 
 def test_output_larger_than_a_pipe_on_both_streams_at_once(

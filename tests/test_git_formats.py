@@ -10,7 +10,7 @@ import pytest
 
 from guards.git.objects import blob_oid, empty_tree, file_blob_oid, zero_oid
 from guards.git.quoting import c_unquote, parse_clean_output, unquote_path
-from tests.conftest import git
+from tests.helpers import git
 
 
 @pytest.mark.parametrize("object_format", ["sha1", "sha256"])

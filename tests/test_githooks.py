@@ -9,27 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from guards.state.workspace import Workspace, record_paths
-from tests.conftest import git, make_repo, run_guards
+from guards.state.workspace import Workspace
+from tests.helpers import attributed, commit_file, git, head, make_repo, record, run_guards
 
 LEDGER = Path(".git/guards/ledger.json")
-
-
-def record(repo: Path, session: str, *paths: str) -> None:
-    """Attribute the current content of ``paths`` to ``session`` (a live session)."""
-    ws = Workspace.open(repo)
-    record_paths(ws, session, list(paths))
 
 
 def set_session(repo: Path, session: str, **fields: object) -> None:
     ws = Workspace.open(repo)
     with ws.ledger.transaction() as data:
         data.sessions[session].update(fields)
-
-
-def attributed(repo: Path) -> dict[str, str]:
-    doc = json.loads((repo / LEDGER).read_text())
-    return {p: r["session"] for p, r in doc["paths"].get(str(repo), {}).items()}
 
 
 def hook(repo: Path, *args: str, env: dict[str, str] | None = None, input: bytes | None = None):
@@ -358,17 +347,6 @@ def pushed(tmp_path: Path) -> tuple[Path, Path]:
     git(local, "branch", "topic")
     git(local, "push", "-q", "origin", "main", "topic")
     return local, remote
-
-
-def head(repo: Path, rev: str = "HEAD") -> str:
-    return git(repo, "rev-parse", rev).strip()
-
-
-def commit_file(repo: Path, name: str, content: str) -> str:
-    (repo / name).write_text(content)
-    git(repo, "add", name)
-    git(repo, "commit", "-q", "-m", name)
-    return head(repo)
 
 
 def push_check(local: Path, remote: Path, *lines: str, env: dict[str, str] | None = None):

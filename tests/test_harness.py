@@ -21,7 +21,7 @@ from guards.commands import agent_hook
 from guards.commands.agent_hook import session_for
 from guards.predict.shell import analyze, patch_paths
 from guards.state.workspace import Workspace, record_paths
-from tests.conftest import git, make_repo, run_guards
+from tests.helpers import git, make_repo, run_guards
 
 ALICE = {
     "src/app.py": "print('alice was here')\n",

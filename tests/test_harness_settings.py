@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from guards.integrations import harness_settings
-from tests.conftest import run_guards
+from tests.helpers import run_guards
 
 USERS_OWN = {
     "model": "opus",

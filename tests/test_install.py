@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from guards.integrations.installation import SAFE_ALIASES, alias_value
-from tests.conftest import git, run_guards
+from tests.helpers import git, run_guards
 
 
 def aliases(repo: Path, scope: str = "--local") -> dict[str, str]:

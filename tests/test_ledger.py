@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from guards.state.ledger import SCHEMA, Ledger, LedgerUnreadableError
-from tests.conftest import git, run_guards
+from tests.helpers import git, run_guards
 
 
 def ledger_file(repo: Path) -> Path:

@@ -11,7 +11,7 @@ import guards
 from guards.commands import COMMANDS
 from guards.errors import ExitCode
 from guards.main import main
-from tests.conftest import PROJECT_ROOT, run_guards
+from tests.helpers import PROJECT_ROOT, run_guards
 
 
 def test_version(tmp_path: Path) -> None:

@@ -20,8 +20,7 @@ from guards.integrations.native_hooks import (
     render_script,
     uninstall_native_hooks,
 )
-from tests.conftest import git, make_repo
-from tests.test_githooks import attributed, commit_file, head, record
+from tests.helpers import attributed, commit_file, git, head, make_repo, record
 
 USER_HOOK = b"""#!/bin/sh
 # the user's own hook

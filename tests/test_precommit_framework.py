@@ -11,14 +11,23 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.conftest import PROJECT_ROOT, git, make_repo, run_guards
-from tests.test_githooks import attributed, commit_file, head, record
+from tests.helpers import (
+    PROJECT_ROOT,
+    attributed,
+    commit_file,
+    git,
+    head,
+    make_repo,
+    record,
+    run_guards,
+)
 
 MANIFEST = PROJECT_ROOT / ".pre-commit-hooks.yaml"
 HOOK_TYPES = (
@@ -44,7 +53,9 @@ def manifest_hooks() -> list[dict[str, object]]:
 
 def test_manifest_is_valid_for_pre_commit() -> None:
     res = subprocess.run(
-        ["pre-commit", "validate-manifest", str(MANIFEST)], capture_output=True, check=False
+        [sys.executable, "-m", "pre_commit", "validate-manifest", str(MANIFEST)],
+        capture_output=True,
+        check=False,
     )
 
     assert res.returncode == 0, res.stdout + res.stderr
@@ -136,7 +147,7 @@ def framework(
 
 def pre_commit(repo: Path, *args: str, env: dict[str, str] | None = None):
     return subprocess.run(
-        ["pre-commit", *args],
+        [sys.executable, "-m", "pre_commit", *args],
         cwd=repo,
         env={**os.environ, **(env or {})},
         capture_output=True,
@@ -182,6 +193,7 @@ def use_guards_hooks(repo: Path, snapshot: tuple[Path, str], mass_args: str = ""
 # -- through the framework -------------------------------------------------------------------
 
 
+@pytest.mark.index
 def test_try_repo_runs_this_repository_foreign_commit_hook(
     repo: Path, guards_snapshot: tuple[Path, str], framework: None
 ) -> None:
@@ -196,6 +208,7 @@ def test_try_repo_runs_this_repository_foreign_commit_hook(
     assert "README" in res.stdout and "agent-a" in res.stdout
 
 
+@pytest.mark.index
 def test_framework_commit_hooks_refuse_foreign_work_and_mass_deletions_then_sync(
     tmp_path: Path, guards_snapshot: tuple[Path, str], framework: None
 ) -> None:
@@ -219,6 +232,7 @@ def test_framework_commit_hooks_refuse_foreign_work_and_mass_deletions_then_sync
     assert "deletes 4 of 11 tracked files" in mass.stderr
 
 
+@pytest.mark.index
 def test_framework_post_hooks_sync_the_ledger_on_checkout_merge_and_amend(
     tmp_path: Path, guards_snapshot: tuple[Path, str], framework: None
 ) -> None:
@@ -258,6 +272,7 @@ def test_framework_post_hooks_sync_the_ledger_on_checkout_merge_and_amend(
     assert attributed(repo) == {}
 
 
+@pytest.mark.index
 def test_framework_push_breaker_checks_the_first_pushed_ref(
     tmp_path: Path, guards_snapshot: tuple[Path, str], framework: None
 ) -> None:

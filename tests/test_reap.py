@@ -14,7 +14,7 @@ import pytest
 
 from guards.state.ledger import Ledger
 from guards.state.session import hostname, process_start_time
-from tests.conftest import git, make_repo, run_guards
+from tests.helpers import git, make_repo, run_guards
 
 
 def set_session(

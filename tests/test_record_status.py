@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git, run_guards
+from tests.helpers import git, run_guards
 
 ALICE = {"GUARDS_SESSION": "alice"}
 BOB = {"GUARDS_SESSION": "bob"}
@@ -219,7 +219,7 @@ def test_status_imports_nothing_heavy(repo: Path) -> None:
     import subprocess
     import sys
 
-    from tests.conftest import PROJECT_ROOT
+    from tests.helpers import PROJECT_ROOT
 
     (repo / "new.txt").write_text("x\n")
     heavy = ("argparse", "dataclasses", "pathlib", "platformdirs", "subprocess", "typing")

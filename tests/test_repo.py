@@ -10,7 +10,7 @@ import pytest
 
 from guards import git as guards_git
 from guards.git.repo import NotARepositoryError, discover
-from tests.conftest import git, make_repo
+from tests.helpers import git, make_repo
 
 
 def test_discover_plain_repository(repo: Path) -> None:

@@ -24,8 +24,7 @@ from guards.protect.rescue import (
     safe_component,
 )
 from guards.state.workspace import Workspace
-from tests.conftest import git, make_repo
-from tests.test_snapshot import observe
+from tests.helpers import git, make_repo, observe
 
 
 def rescue(

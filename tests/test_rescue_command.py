@@ -9,7 +9,7 @@ from pathlib import Path
 
 from guards.protect.rescue import AtRiskPath, RescueResult, rescue_commits, rescue_paths
 from guards.state.workspace import Workspace
-from tests.conftest import git, run_guards
+from tests.helpers import git, run_guards
 
 
 def rescue(repo: Path, paths: list[str], owner: str | None = "alice") -> RescueResult:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROJECT_ROOT, git, run_guards
 from tests.guarded import install_aliases, install_shim, run_via
+from tests.helpers import PROJECT_ROOT, git, run_guards
 
 ALICE = {"GUARDS_SESSION": "alice"}
 BOB = {"GUARDS_SESSION": "bob"}
@@ -313,7 +313,7 @@ def test_an_index_entry_whose_blob_is_missing_does_not_block_reset(repo: Path) -
 
 @pytest.fixture
 def with_submodule(repo: Path, tmp_path: Path) -> Path:
-    from tests.conftest import make_repo
+    from tests.helpers import make_repo
 
     make_repo(tmp_path / "upstream", {"s": "sub\n"})
     git(repo, "submodule", "add", "-q", str(tmp_path / "upstream"), "sub")
@@ -364,7 +364,7 @@ def test_nothing_at_risk_imports_only_what_it_needs(repo: Path) -> None:
 
 
 def test_a_repository_whose_path_holds_a_newline_is_guarded(tmp_path: Path) -> None:
-    from tests.conftest import make_repo
+    from tests.helpers import make_repo
 
     repo = make_repo(tmp_path / "odd\nplace", {"README": "hello\n"})
     (repo / "README").write_text("someone's work\n")

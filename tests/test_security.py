@@ -32,8 +32,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import git, make_repo, run_guards
 from tests.guarded import install_shim
+from tests.helpers import git, make_repo, run_guards
 
 #: what ``touch pwned`` (and the hooks below) would create: names are matched exactly,
 #: since the file names under test spell the command themselves

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from guards.state.session import Liveness, Session, hostname, process_start_time
-from tests.conftest import run_guards
+from tests.helpers import run_guards
 
 
 def sessions_json(repo: Path) -> dict[str, dict[str, object]]:

@@ -13,8 +13,8 @@ import pytest
 
 from guards.integrations.installation import shim_text
 from guards.predict.cmdline import DESTRUCTIVE_SUBCOMMANDS
-from tests.conftest import git, run_guards
 from tests.guarded import install_aliases, install_shim, run_via
+from tests.helpers import git, run_guards
 
 BOB = {"GUARDS_SESSION": "bob"}
 

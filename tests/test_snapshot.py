@@ -12,31 +12,7 @@ import pytest
 from guards.protect.rescue import AtRiskPath, RescueFailedError, rescue_paths
 from guards.protect.snapshot import Capture
 from guards.state.workspace import Workspace
-from tests.conftest import git, make_repo
-
-
-def observe(repo: Path) -> dict[str, Any]:
-    """Everything a snapshot promises not to touch."""
-    index = Path(git(repo, "rev-parse", "--path-format=absolute", "--git-path", "index").strip())
-    st = os.stat(index) if index.exists() else None
-    files = {}
-    for dirpath, dirnames, filenames in os.walk(repo):
-        if ".git" in dirnames:
-            dirnames.remove(".git")
-        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
-            full = os.path.join(dirpath, name)
-            lst = os.lstat(full)
-            body = os.readlink(full) if os.path.islink(full) else Path(full).read_bytes()
-            files[os.path.relpath(full, repo)] = (lst.st_mode, lst.st_mtime_ns, body)
-    refs = git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
-    return {
-        "index": (index.read_bytes(), st.st_mtime_ns, st.st_mode) if st else None,
-        "head": git(repo, "rev-parse", "-q", "--verify", "HEAD", check=False),
-        "head_ref": git(repo, "symbolic-ref", "-q", "HEAD", check=False),
-        "stash": git(repo, "stash", "list", "--format=%H"),
-        "refs": [r for r in refs.splitlines() if not r.startswith(("refs/rescue/", "refs/wip/"))],
-        "files": files,
-    }
+from tests.helpers import git, make_repo, observe
 
 
 def rescue_all(repo: Path, paths: list[str], owner: str | None = "alice") -> list[Any]:

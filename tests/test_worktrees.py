@@ -10,7 +10,7 @@ import pytest
 
 from guards.protect.worktrees import exclude_pattern, lock_owner, process_cwds, processes_inside
 from guards.state.ledger import Ledger
-from tests.conftest import git, make_repo, run_guards
+from tests.helpers import git, make_repo, run_guards
 
 
 def ledger(repo: Path) -> Ledger:

@@ -1,0 +1,110 @@
+"""What the tests share: running git and guards as a user would, throw-away
+repositories, and looking at what a snapshot promises not to touch. (Fixtures live in
+conftest.py; tests import helpers from here, never from each other.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import guards
+from guards.state.workspace import Workspace, record_paths
+
+PROJECT_ROOT = Path(guards.__file__).resolve().parent.parent
+LEDGER = Path(".git/guards/ledger.json")
+
+
+def git(cwd: Path | str, *args: str, check: bool = True, input: bytes | None = None) -> str:
+    """Run the real git in ``cwd``; its stdout as text."""
+    proc = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True, check=False)
+    if check and proc.returncode != 0:
+        raise AssertionError(
+            f"git {' '.join(args)} failed ({proc.returncode}): {proc.stderr.decode()}"
+        )
+    return proc.stdout.decode("utf-8", "surrogateescape")
+
+
+def run_guards(
+    *args: str,
+    cwd: Path | str,
+    env: dict[str, str] | None = None,
+    input: bytes | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """Run the guards CLI in a real subprocess, as a user would."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "guards", *args],
+        cwd=cwd,
+        env=full_env,
+        input=input.decode() if input is not None else None,
+        capture_output=True,
+        text=True,
+        errors="surrogateescape",
+        timeout=timeout,
+        check=False,
+    )
+
+
+def make_repo(path: Path, files: dict[str, str] | None = None) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q")
+    for name, content in (files or {"README": "hello\n"}).items():
+        target = path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content)
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "initial")
+    return path
+
+
+def observe(repo: Path) -> dict[str, Any]:
+    """Everything a snapshot promises not to touch."""
+    index = Path(git(repo, "rev-parse", "--path-format=absolute", "--git-path", "index").strip())
+    st = os.stat(index) if index.exists() else None
+    files = {}
+    for dirpath, dirnames, filenames in os.walk(repo):
+        if ".git" in dirnames:
+            dirnames.remove(".git")
+        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            full = os.path.join(dirpath, name)
+            lst = os.lstat(full)
+            body = os.readlink(full) if os.path.islink(full) else Path(full).read_bytes()
+            files[os.path.relpath(full, repo)] = (lst.st_mode, lst.st_mtime_ns, body)
+    refs = git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
+    return {
+        "index": (index.read_bytes(), st.st_mtime_ns, st.st_mode) if st else None,
+        "head": git(repo, "rev-parse", "-q", "--verify", "HEAD", check=False),
+        "head_ref": git(repo, "symbolic-ref", "-q", "HEAD", check=False),
+        "stash": git(repo, "stash", "list", "--format=%H"),
+        "refs": [r for r in refs.splitlines() if not r.startswith(("refs/rescue/", "refs/wip/"))],
+        "files": files,
+    }
+
+
+def record(repo: Path, session: str, *paths: str) -> None:
+    """Attribute the current content of ``paths`` to ``session`` (a live session)."""
+    ws = Workspace.open(repo)
+    record_paths(ws, session, list(paths))
+
+
+def attributed(repo: Path) -> dict[str, str]:
+    doc = json.loads((repo / LEDGER).read_text())
+    return {p: r["session"] for p, r in doc["paths"].get(str(repo), {}).items()}
+
+
+def head(repo: Path, rev: str = "HEAD") -> str:
+    return git(repo, "rev-parse", rev).strip()
+
+
+def commit_file(repo: Path, name: str, content: str) -> str:
+    (repo / name).write_text(content)
+    git(repo, "add", name)
+    git(repo, "commit", "-q", "-m", name)
+    return head(repo)
