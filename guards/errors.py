@@ -4,6 +4,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Final
 
 #: Setting this to 1 makes the shim and ``guards run`` hand every command to git untouched.
@@ -82,3 +83,59 @@ def report_internal_error(exc: BaseException, hint: str = "") -> int:
     extra = f"; {hint}" if hint else ""
     print(f"guards: internal error ({type(exc).__name__}: {exc}); {where}{extra}", file=sys.stderr)
     return int(ExitCode.INTERNAL)
+
+
+def boundary(
+    body: Callable[[], int],
+    *,
+    fail_open: bool = False,
+    what: str = "",
+    hint: str = "",
+    refusal: bool = False,
+) -> int:
+    """The one place where an error becomes an exit status and one line on stderr.
+
+    ``fail_open=False`` (fail closed): a :class:`GuardsError` exits with its own code, a
+    bug with :data:`ExitCode.INTERNAL` and a log; with ``refusal`` (a guarded git
+    command, which must not run when guards cannot decide) a usage error counts as a
+    refusal, and every message names ``hint`` (the override). ``fail_open=True``: the
+    surrounding operation must go on whatever happened (the frame before a turn, a
+    hook after git already acted): one line starting with ``what``, exit 0.
+    """
+    import sys
+
+    try:
+        return body()
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return ExitCode.OK
+    except GuardsError as e:
+        if fail_open:
+            _say(f"{what}: {_first_line(e)}" if what else _first_line(e))
+            return ExitCode.OK
+        code = int(e.exit_code)
+        message = str(e)
+        if refusal:
+            code = ExitCode.REFUSED if code == ExitCode.USAGE else code
+            if hint and hint not in message:
+                message = f"{message} ({hint})"
+        _say(message)
+        return code
+    except Exception as e:  # a bug: one line for the user, the traceback in a log
+        if fail_open:
+            _say(f"{what}: internal error ({type(e).__name__}: {_first_line(e)})")
+            return ExitCode.OK
+        sys.stdout.flush()
+        return report_internal_error(e, hint=hint)
+
+
+def _say(message: str) -> None:
+    from guards.output import error
+
+    error(message)
+
+
+def _first_line(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return lines[0] if lines else type(e).__name__

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from guards.commands import COMMANDS, command_module
-from guards.errors import ExitCode, GuardsError
+from guards.errors import ExitCode, boundary
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
@@ -18,50 +18,42 @@ if TYPE_CHECKING:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    try:
-        if args_list[:1] == ["run"]:
-            # The hot path: no argparse (git's argv must stay exact), no other imports.
-            from guards.commands.run import main as guarded_git
+    return boundary(lambda: _dispatch(args_list))
 
-            return guarded_git(args_list[1:])
-        if args_list[:1] == ["agent-hook"] and len(args_list) == 2:
-            # Every tool call of an agent: the harness name is the only argument.
-            from guards.commands import agent_hook
 
-            if args_list[1] in agent_hook.HARNESSES:
-                return agent_hook.main(args_list[1], sys.stdin.buffer.read())
-        if args_list[:1] == ["frame"]:
-            # Before every agent turn: its few options are read without argparse.
-            from guards.commands.frame import fast_main
+def _dispatch(args_list: list[str]) -> int:
+    if args_list[:1] == ["run"]:
+        # The hot path: no argparse (git's argv must stay exact), no other imports.
+        from guards.commands.run import main as guarded_git
 
-            status = fast_main(args_list[1:])
-            if status is not None:
-                return status
-        first = args_list[0] if args_list else None
-        if first in COMMANDS:
-            status = _flags_only(first, args_list[1:])
-            if status is not None:
-                return status
-        from guards.cli import build_parser
+        return guarded_git(args_list[1:])
+    if args_list[:1] == ["agent-hook"] and len(args_list) == 2:
+        # Every tool call of an agent: the harness name is the only argument.
+        from guards.commands import agent_hook
 
-        parser = build_parser(first if first in COMMANDS else None)
-        args = parser.parse_args(args_list)
-        handler = getattr(args, "handler", None)
-        if handler is None:
-            parser.print_help()
-            return ExitCode.OK if not args_list else ExitCode.USAGE
-        return int(handler(args))
-    except GuardsError as e:
-        from guards.output import error
+        if args_list[1] in agent_hook.HARNESSES:
+            return agent_hook.main(args_list[1], sys.stdin.buffer.read())
+    if args_list[:1] == ["frame"]:
+        # Before every agent turn: its few options are read without argparse.
+        from guards.commands.frame import fast_main
 
-        error(str(e))
-        return int(e.exit_code)
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        return ExitCode.OK
-    except Exception as e:  # a bug: one line for the user, the traceback in a log
-        return _internal_error(e)
+        status = fast_main(args_list[1:])
+        if status is not None:
+            return status
+    first = args_list[0] if args_list else None
+    if first in COMMANDS:
+        status = _flags_only(first, args_list[1:])
+        if status is not None:
+            return status
+    from guards.cli import build_parser
+
+    parser = build_parser(first if first in COMMANDS else None)
+    args = parser.parse_args(args_list)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return ExitCode.OK if not args_list else ExitCode.USAGE
+    return int(handler(args))
 
 
 def _flags_only(name: str, argv: list[str]) -> int | None:
@@ -75,9 +67,3 @@ def _flags_only(name: str, argv: list[str]) -> int | None:
 
     args = SimpleNamespace(**{flag[2:].replace("-", "_"): flag in argv for flag in flags})
     return int(module.run(args))
-
-
-def _internal_error(exc: Exception) -> int:
-    from guards.errors import report_internal_error
-
-    return report_internal_error(exc)

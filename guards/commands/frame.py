@@ -55,16 +55,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _guarded(max_value: str | None, as_json: bool) -> int:
-    try:
-        _frame(max_value, as_json)
-    except BrokenPipeError:
-        pass
-    except Exception as e:  # the frame must never break the turn it frames
-        from guards.output import error
+    """The frame never breaks the turn it frames: any problem is one line, exit 0."""
+    from guards.errors import boundary
 
-        message = str(e).splitlines()[0] if str(e) else type(e).__name__
-        error(f"frame: {message}")
-    return 0
+    def frame() -> int:
+        _frame(max_value, as_json)
+        return 0
+
+    return boundary(frame, fail_open=True, what="frame")
 
 
 def _frame(max_value: str | None, as_json: bool) -> None:

@@ -141,13 +141,15 @@ def _report(verdict: Verdict) -> int:
 
 
 def _ledger_sync() -> int:
-    """Housekeeping after git moved: one warning line at most, exit 0 always."""
-    try:
-        problem = _sync_if_attributed()
-    except GuardsError as e:
-        problem = str(e)
-    except Exception as e:  # never fail the git operation that already happened
-        problem = f"internal error ({type(e).__name__}: {e})"
+    """Housekeeping after git moved: one warning line at most, exit 0 always (never fail
+    the git operation that already happened)."""
+    from guards.errors import boundary
+
+    return boundary(_sync, fail_open=True, what="warning: ledger sync skipped")
+
+
+def _sync() -> int:
+    problem = _sync_if_attributed()
     if problem:
         warn(f"ledger sync skipped: {problem}")
     return int(ExitCode.OK)
@@ -243,20 +245,11 @@ def _run_native(hook_type: str, hook_args: list[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m guards.commands.hook``: this subcommand alone, errors as in guards.main."""
     from guards.cli import Parser
-    from guards.errors import report_internal_error
+    from guards.errors import boundary
 
     parser = Parser(prog="guards hook", description=HELP)
     configure(parser)
-    try:
-        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
-        return run(args)
-    except GuardsError as e:
-        error(str(e))
-        return int(e.exit_code)
-    except KeyboardInterrupt:
-        return 130
-    except Exception as e:
-        return report_internal_error(e)
+    return boundary(lambda: run(parser.parse_args(list(sys.argv[1:] if argv is None else argv))))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import os
 import sys
 
 from guards import git
-from guards.errors import DISABLE_ENV, OVERRIDE_HINT, ExitCode, GuardsError, UsageError
+from guards.errors import DISABLE_ENV, OVERRIDE_HINT, ExitCode, UsageError, boundary
 from guards.output import error
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
@@ -54,34 +54,23 @@ def main(argv: Sequence[str]) -> int:
     if os.environ.get(DISABLE_ENV) == "1":
         exec_git(args)
     _enter_alias_prefix()
-    try:
-        _guard(args)
-    except KeyboardInterrupt:
-        return 130
-    except GuardsError as e:
-        code = e.exit_code if e.exit_code != ExitCode.USAGE else ExitCode.REFUSED
-        message = str(e)
-        if "GUARDS_DISABLE" not in message:
-            message = f"{message} ({OVERRIDE_HINT})"
-        error(message)
-        return int(code)
-    except Exception as e:  # a bug: git does not run, and the user learns how to bypass
-        from guards.errors import report_internal_error
-
-        return report_internal_error(e, hint=OVERRIDE_HINT)
+    status = boundary(lambda: _guard(args), refusal=True, hint=OVERRIDE_HINT)
+    if status != ExitCode.OK:
+        return status  # git does not run: guards refused, or could not decide
     exec_git(args)
 
 
-def _guard(args: list[str]) -> None:
+def _guard(args: list[str]) -> int:
     from guards.predict import cmdline
 
     try:
         cmd = cmdline.parse(args, os.environ, os.getcwd())
     except UsageError:
-        return  # git rejects this command line itself, before it touches anything
+        return ExitCode.OK  # git rejects this command line itself, before touching anything
     from guards.protect.guard import guard_command
 
     guard_command(cmd)
+    return ExitCode.OK
 
 
 def _enter_alias_prefix() -> None:

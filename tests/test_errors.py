@@ -1,0 +1,59 @@
+"""The one error boundary: every error is one line and an exit status, never a traceback."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from guards.errors import OVERRIDE_HINT, ExitCode, RefusedError, UsageError, boundary
+
+
+def fails(exc: BaseException) -> Callable[[], int]:
+    def body() -> int:
+        raise exc
+
+    return body
+
+
+def test_fail_closed_gives_the_errors_own_code_and_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert boundary(fails(UsageError("bad value"))) == ExitCode.USAGE
+    assert capsys.readouterr().err == "guards: bad value\n"
+    assert boundary(lambda: 7) == 7
+
+
+def test_a_bug_fails_closed_with_exit_3_and_a_log(capsys: pytest.CaptureFixture[str]) -> None:
+    assert boundary(fails(ZeroDivisionError("oops"))) == ExitCode.INTERNAL
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error (ZeroDivisionError: oops)" in err
+    assert "Traceback" not in err
+
+
+def test_a_guarded_command_refuses_on_a_usage_error_and_names_the_override(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status = boundary(fails(UsageError("cannot tell")), refusal=True, hint=OVERRIDE_HINT)
+    assert status == ExitCode.REFUSED
+    assert capsys.readouterr().err == f"guards: cannot tell ({OVERRIDE_HINT})\n"
+    message = f"refused; {OVERRIDE_HINT}"
+    assert boundary(fails(RefusedError(message)), refusal=True, hint=OVERRIDE_HINT) == 20
+    assert capsys.readouterr().err == f"guards: {message}\n"  # the hint is not said twice
+    assert boundary(fails(ValueError("bug")), refusal=True, hint=OVERRIDE_HINT) == 3
+    assert OVERRIDE_HINT in capsys.readouterr().err
+
+
+def test_fail_open_is_one_line_and_exit_0_whatever_happened(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert boundary(fails(UsageError("no\nsecond line")), fail_open=True, what="frame") == 0
+    assert capsys.readouterr().err == "guards: frame: no\n"
+    assert boundary(fails(KeyError("k")), fail_open=True, what="frame") == 0
+    assert capsys.readouterr().err == "guards: frame: internal error (KeyError: 'k')\n"
+
+
+def test_interrupt_and_a_closed_pipe(capsys: pytest.CaptureFixture[str]) -> None:
+    assert boundary(fails(KeyboardInterrupt())) == 130
+    assert boundary(fails(BrokenPipeError())) == 0
+    assert capsys.readouterr().err == ""
