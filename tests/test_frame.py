@@ -264,3 +264,21 @@ def test_the_frame_imports_nothing_heavy(repo: Path, session: str | None) -> Non
     )
     assert res.stderr == "IMPORTED [] 0\n"
     assert "(session pod-architect" in res.stdout or "(your session pod-architect" in res.stdout
+
+
+@pytest.mark.parametrize("setting", ["2", "lots"])
+def test_the_agent_hook_frames_with_the_same_maximum_as_guards_frame(
+    repo: Path, setting: str
+) -> None:
+    """One reading of frame.max_paths: the hook used to fall back to 20 silently."""
+    for i in range(25):
+        (repo / f"f{i:02}.txt").write_text("x\n")
+    env = {"GUARDS_FRAME_MAX_PATHS": setting}
+    command = run_guards("frame", cwd=repo, env=env)
+    event = {"hook_event_name": "UserPromptSubmit", "session_id": "s1", "cwd": str(repo)}
+    hook = run_guards("agent-hook", "claude", cwd=repo, env=env, input=json.dumps(event).encode())
+    context = json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert context == command.stdout
+    shown = 2 if setting == "2" else 20
+    assert f"... and {25 - shown} more" in context
+    assert (command.stderr == "") == (hook.stderr == "") == (setting == "2")

@@ -473,8 +473,6 @@ def record_files(sid: str, files: list[str]) -> list[str]:
 
 def frame_text(cwd: str, caller: str | None) -> str:
     """The frame for a turn starting in ``cwd`` ("" when clean or not a repository)."""
-    from guards.config import Config
-    from guards.errors import GuardsError
     from guards.git.repo import NotARepositoryError, discover
     from guards.report import frame
 
@@ -487,11 +485,7 @@ def frame_text(cwd: str, caller: str | None) -> str:
     found = frame.collect(repo, caller)
     if not found.entries:
         return ""
-    try:
-        max_paths = int(Config(repo.ledger_dir_text).get("frame.max_paths"))
-    except (GuardsError, ValueError):
-        max_paths = 20
-    return frame.render(found, max_paths)
+    return frame.render(found, frame.configured_max_paths(repo))
 
 
 def _frame_event(harness: str, name: str, event: dict[str, Any]) -> int:

@@ -19,8 +19,6 @@ if TYPE_CHECKING:
 
 HELP = "print the uncommitted work a new agent turn inherits (nothing when clean)"
 
-DEFAULT_MAX = 20
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -93,7 +91,7 @@ def _frame(max_value: str | None, as_json: bool) -> None:
     repo = discovery.repo()
     found = frame.attribute(repo, parse_porcelain_v2(status.stdout), _caller())
     if found.entries and max_paths is None:
-        max_paths = _configured_max(repo)
+        max_paths = frame.configured_max_paths(repo)
     if found.ledger_problem:
         from guards.output import error
 
@@ -101,7 +99,7 @@ def _frame(max_value: str | None, as_json: bool) -> None:
     if as_json:
         _dump(repo, found, max_paths)
         return
-    text = frame.render(found, max_paths or DEFAULT_MAX)
+    text = frame.render(found, max_paths or frame.configured_max_paths(None))
     if text:
         import sys
 
@@ -114,7 +112,7 @@ def _dump(repo: Repo | None, found: Frame | None, max_paths: int | None) -> None
     from guards.output import dump_json
     from guards.report import frame
 
-    dump_json(frame.as_json(repo, found, max_paths or DEFAULT_MAX))
+    dump_json(frame.as_json(repo, found, max_paths or frame.configured_max_paths(repo)))
 
 
 def _repo_or_none(discovery: Discovery) -> Repo | None:
@@ -139,21 +137,6 @@ def _parse_max(value: str | None) -> int | None:
         error(f"frame: --max wants a whole number >= 1, not {value!r}; using the default")
         return None
     return number
-
-
-def _configured_max(repo: Repo) -> int:
-    """``frame.max_paths`` (environment, repository file, user file); the default, with
-    one line on stderr, when the setting is unreadable."""
-    from guards.config import Config
-    from guards.errors import GuardsError
-
-    try:
-        return int(Config(repo.ledger_dir_text).get("frame.max_paths"))
-    except GuardsError as e:
-        from guards.output import error
-
-        error(f"frame: {e}; listing up to {DEFAULT_MAX} paths")
-        return DEFAULT_MAX
 
 
 def _caller() -> str | None:

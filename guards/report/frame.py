@@ -170,3 +170,21 @@ def as_json(repo: Repo | None, frame: Frame | None, max_paths: int) -> dict[str,
         ],
         "text": render(frame, max_paths, now) if frame is not None else "",
     }
+
+
+def configured_max_paths(repo: Repo | None) -> int:
+    """``frame.max_paths`` (environment, repository file, user file); its default, with
+    one line on stderr, when the setting is unreadable or there is no repository."""
+    from guards.config import KEYS, Config
+    from guards.errors import GuardsError
+
+    default = int(KEYS["frame.max_paths"].default)
+    if repo is None:
+        return default
+    try:
+        return int(Config(repo.ledger_dir_text).get("frame.max_paths"))
+    except GuardsError as e:
+        from guards.output import error
+
+        error(f"frame: {e}; listing up to {default} paths")
+        return default
