@@ -373,3 +373,45 @@ def test_a_repository_whose_path_holds_a_newline_is_guarded(tmp_path: Path) -> N
     assert (repo / "README").read_text() == "hello\n"
     ref = git(repo, "for-each-ref", "--format=%(refname)", "refs/rescue").strip()
     assert git(repo, "show", f"{ref}:README") == "someone's work\n"
+
+
+def test_git_prefix_in_the_environment_does_not_move_a_guarded_git(
+    shared: Path, tmp_path: Path
+) -> None:
+    """A git run from the top level by git itself (a user's `!` alias) sees GIT_PREFIX;
+    through the shim it must still clean where it runs, like plain git (it used to clean
+    only the prefix directory)."""
+    shim = install_shim(tmp_path / "shim")
+    (shared / "top-untracked.txt").write_text("x\n")
+    (shared / "src" / "sub-untracked.txt").write_text("y\n")
+    env = {**BOB, "GIT_PREFIX": "src/"}
+    res = run_via("shim", ["clean", "-fd"], shared, shim_dir=shim, env=env)
+    assert res.returncode == 0, res.stderr
+    assert not (shared / "top-untracked.txt").exists()
+    assert not (shared / "src" / "sub-untracked.txt").exists()
+    assert rescue_refs(shared)  # alice's and the unknown untracked files were rescued
+
+
+def test_our_alias_in_a_subdirectory_with_a_relative_work_tree(shared: Path) -> None:
+    """git passes --work-tree=.. to the alias as GIT_WORK_TREE=.., relative to the user's
+    directory: guards goes back there, and git finds the same work tree."""
+    (shared / "src" / "app.py").write_text("unknown edit\n")
+    args = ["--git-dir=../.git", "--work-tree=..", "safe-restore", "app.py"]
+    res = subprocess.run(
+        ["git", *args], cwd=shared / "src", env={**os.environ, **BOB}, capture_output=True
+    )
+    assert res.returncode == 0, res.stderr
+    assert (shared / "src" / "app.py").read_text() == "print('hi')\n"
+    assert (shared / "README").read_text() == "alice's afternoon\n"
+    assert any(r.startswith("refs/rescue/unknown/") for r in rescue_refs(shared))
+
+
+def test_guards_own_git_calls_stay_out_of_the_users_trace(shared: Path, tmp_path: Path) -> None:
+    trace = tmp_path / "trace.json"
+    env = {**BOB, "GIT_TRACE2_EVENT": str(trace)}
+    res = run_via("guards-run", ["reset", "--hard"], shared, env=env)
+    assert res.returncode == 0, res.stderr
+    assert len(rescue_refs(shared)) == 2  # guards ran a dozen git commands to rescue
+    starts = [json.loads(line) for line in trace.read_text().splitlines()]
+    argvs = [e["argv"][1:] for e in starts if e["event"] == "start"]
+    assert argvs == [["reset", "--hard"]]

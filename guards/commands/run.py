@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import NoReturn
 
+#: The first argument of guards' own safe-* aliases (see _enter_alias_prefix).
+ALIAS_FLAG = "--alias"
+
 HELP = "the guarded git: rescue foreign work, then run git with the same arguments"
 
 USAGE = """usage: guards run [--] <git arguments>
@@ -49,11 +52,15 @@ def main(argv: Sequence[str]) -> int:
     if args[:1] in (["-h"], ["--help"]):
         print(USAGE)
         return ExitCode.OK
+    from_alias = args[:1] == [ALIAS_FLAG]
+    if from_alias:
+        args = args[1:]
     if args[:1] == ["--"]:
         args = args[1:]
+    if from_alias:
+        _enter_alias_prefix()
     if os.environ.get(DISABLE_ENV) == "1":
         exec_git(args)
-    _enter_alias_prefix()
     status = boundary(lambda: _guard(args), refusal=True, hint=OVERRIDE_HINT)
     if status != ExitCode.OK:
         return status  # git does not run: guards refused, or could not decide
@@ -74,7 +81,13 @@ def _guard(args: list[str]) -> int:
 
 
 def _enter_alias_prefix() -> None:
-    """git runs ``!`` aliases at the top level and says where the user was in GIT_PREFIX."""
+    """git runs ``!`` aliases at the top level and says where the user was in GIT_PREFIX.
+
+    Only guards' own aliases say ``--alias``: a ``git`` that git itself starts from the
+    top level (an alias of the user's, a hook, ``rebase -x``) also sees GIT_PREFIX, and
+    must run where it was started, exactly as plain git would. (A GIT_WORK_TREE that
+    git passes on is the user's own words, relative to the user's directory: going back
+    there keeps it right.)"""
     prefix = os.environ.get("GIT_PREFIX")
     if prefix and os.path.isdir(prefix):
         os.chdir(prefix)

@@ -262,10 +262,17 @@ def _argv(
     return argv
 
 
+#: guards' own git calls stay out of the user's traces (trace2 may also be switched on
+#: in git config: a variable set to 0 overrides that).
+_NO_TRACE = {"GIT_TRACE2": "0", "GIT_TRACE2_EVENT": "0", "GIT_TRACE2_PERF": "0"}
+
+
 def _environment(
     env: Mapping[str, str] | None, extra_env: Mapping[str, str] | None
 ) -> dict[str, str]:
-    run_env = dict(os.environ if env is None else env)
+    source = os.environ if env is None else env
+    run_env = {k: v for k, v in source.items() if not k.startswith("GIT_TRACE")}
+    run_env.update(_NO_TRACE)
     if extra_env:
         run_env.update(extra_env)
     return run_env

@@ -43,7 +43,9 @@ def guards_command() -> str:
 
 
 def alias_value(subcommand: str) -> str:
-    return f"!{guards_command()} run -- {subcommand}"
+    """``!... run --alias -- reset``: git runs it at the top level, and ``--alias`` tells
+    guards to go back to the user's directory (GIT_PREFIX) first."""
+    return f"!{guards_command()} run --alias -- {subcommand}"
 
 
 # -- manifests ---------------------------------------------------------------------------

@@ -324,6 +324,11 @@ def parse(argv: Sequence[str], env: Mapping[str, str], cwd: str) -> GitCommand:
     argv = list(argv)
     global_options, eff_cwd, i, implied, _exits = _split_globals(argv, cwd)
     env = dict(env)
+    for name in ("GIT_DIR", "GIT_WORK_TREE"):
+        # Relative to where git starts (after -C): guards' own queries run elsewhere.
+        value = env.get(name)
+        if value and not os.path.isabs(value):
+            env[name] = os.path.normpath(os.path.join(eff_cwd, value))
     base = GitCommand(
         argv=argv,
         global_options=global_options,
