@@ -1,0 +1,431 @@
+"""Building rescues: the at-risk paths captured, checked against the caps, committed per
+owner and verified; then the refs, the push and the log. Kept commits (stash entries,
+branch tips) get refs of their own."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from guards import git
+from guards.errors import GuardsError
+from guards.git.objects import GITLINK
+from guards.output import show_path
+from guards.protect.rescue.log import log_rescues
+from guards.protect.rescue.naming import (
+    SHOWN,
+    UNKNOWN,
+    _iso,
+    _message,
+    _stamp,
+    _who,
+    command_slug,
+    identity,
+    namespace,
+    owner_component,
+)
+from guards.protect.rescue.push import _local_only, _stash_local_only, push
+from guards.protect.rescue.refs import create_refs
+from guards.protect.rescue.result import OVERRIDE, AtRiskPath, RescueFailedError, RescueResult
+from guards.protect.rescue.verify import _verify_capture, _verify_tree
+from guards.protect.snapshot import (
+    Capture,
+    Entry,
+    SnapshotError,
+    State,
+    check_objects,
+    commit_tree,
+    disk_states,
+)
+from guards.state import session as sessions
+from guards.state.workspace import Workspace
+
+
+@dataclass
+class _Built:
+    owner: str | None
+    paths: list[str]
+    commit: str
+    index_commit: str
+    #: what a push sends: the commit itself, or a copy without local-only paths
+    pushable: str
+    local_only: list[str]
+
+
+def rescue_paths(ws: Workspace, at_risk: list[AtRiskPath], *, command: str) -> list[RescueResult]:
+    """Commit at-risk paths to one verified rescue ref per owner (see module docs)."""
+    if not at_risk:
+        return []
+    now = time.time()
+    groups = _group(ws, at_risk)
+    remote = str(ws.config.get("rescue.remote")) or None
+    try:
+        built = build_snapshots(
+            ws, groups, command=command, now=now, split_local_only=remote is not None
+        )
+    except SnapshotError as e:
+        raise RescueFailedError(f"{e}; nothing was run (override: {OVERRIDE})") from None
+    except RescueFailedError:
+        raise
+    except GuardsError as e:
+        raise RescueFailedError(
+            f"rescue failed: {e}; nothing was run (override: {OVERRIDE})"
+        ) from None
+    except OSError as e:
+        raise RescueFailedError(
+            f"rescue failed: cannot read {e.filename or 'a file'}: {e.strerror}; "
+            f"nothing was run (override: {OVERRIDE})"
+        ) from None
+    ns = namespace(ws)
+    stamp = _stamp(now)
+    slug = command_slug(command)
+    wanted = [(f"{ns}/{owner_component(b.owner)}/{stamp}-{slug}", b.commit) for b in built]
+    refs = create_refs(ws, wanted, f"guards rescue: {command}")
+    pushes = push(ws, remote, [(b.pushable, ref) for b, ref in zip(built, refs, strict=True)])
+    results = [
+        RescueResult(
+            ref=ref,
+            commit=b.commit,
+            owner=b.owner,
+            paths=b.paths,
+            push=pushes[ref][0] if remote else None,
+            push_detail=pushes[ref][1] if remote else "",
+            remote=remote,
+            local_only=b.local_only,
+            index_commit=b.index_commit,
+        )
+        for b, ref in zip(built, refs, strict=True)
+    ]
+    log_rescues(ws, results, command=command, now=now)
+    return results
+
+
+def dirty_at_risk(ws: Workspace, *, ignored: bool = False) -> list[AtRiskPath]:
+    """All dirty work of the work tree with its owners (unknown when unprovable)."""
+    from guards.git.dirty import read_dirty
+
+    dirty = read_dirty(ws.repo, ignored=ignored)
+    data, _problem = ws.read_ledger()
+    owners = ws.owners(dirty, data)
+    return [AtRiskPath(d.path, o.session) for d, o in zip(dirty, owners, strict=True)]
+
+
+def _group(ws: Workspace, at_risk: list[AtRiskPath]) -> dict[str | None, list[str]]:
+    groups: dict[str | None, list[str]] = {}
+    for item in at_risk:
+        groups.setdefault(item.owner, []).append(item.path)
+    return groups
+
+
+def build_snapshots(
+    ws: Workspace,
+    groups: dict[str | None, list[str]],
+    *,
+    command: str,
+    now: float,
+    split_local_only: bool,
+    extra_parents: dict[str | None, list[str]] | None = None,
+    subject: str = "guards rescue",
+    body: str = "",
+) -> list[_Built]:
+    """The commits for each owner's paths, verified; no ref is created here."""
+    repo = ws.repo
+    top = repo.worktree
+    owner_of: dict[str, str | None] = {}
+    repos: list[str] = []
+    from guards.protect.snapshot import expand_paths
+
+    expanded: dict[str | None, list[str]] = {}
+    for owner, paths in groups.items():
+        found, nested = expand_paths(top, paths)
+        repos += nested
+        for p in found:
+            if p not in owner_of:
+                owner_of[p] = owner
+                expanded.setdefault(owner, []).append(p)
+    all_paths = list(owner_of)
+    _check_nested(ws, repos)
+    _check_caps(ws, all_paths)
+    # Verification overlaps the capture: the files are rehashed here while git hashes
+    # them, and their blobs are re-read while git writes and reads back the trees.
+    hashed = threading.Event()
+
+    def early_check() -> tuple[dict[str, State | str], set[str], set[str]]:
+        disk = disk_states(repo, all_paths, True)
+        oids = {s.oid for s in disk.values() if isinstance(s, Entry) and s.mode != GITLINK}
+        hashed.wait()
+        return disk, oids, set(check_objects(repo, oids))
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        early = pool.submit(early_check)
+        try:
+            cap = Capture.take(repo, all_paths, on_hashed=hashed.set)
+        finally:
+            hashed.set()  # never leave the checker waiting
+        with cap:
+            disk, checked, bad = early.result()
+            _verify_capture(ws, cap, disk, checked, bad)
+            return _build_all(
+                ws,
+                cap,
+                expanded,
+                all_paths,
+                command=command,
+                now=now,
+                split_local_only=split_local_only,
+                extra_parents=extra_parents,
+                subject=subject,
+                body=body,
+            )
+
+
+def _build_all(
+    ws: Workspace,
+    cap: Capture,
+    expanded: dict[str | None, list[str]],
+    all_paths: list[str],
+    *,
+    command: str,
+    now: float,
+    split_local_only: bool,
+    extra_parents: dict[str | None, list[str]] | None,
+    subject: str,
+    body: str,
+) -> list[_Built]:
+    local_only: set[str] = set()
+    if split_local_only:
+        local_only = _local_only(ws, all_paths)
+    built = []
+    for owner, paths in expanded.items():
+        built.append(
+            _commit_owner(
+                ws,
+                cap,
+                owner,
+                paths,
+                command=command,
+                now=now,
+                local_only=[p for p in paths if p in local_only],
+                extra_parents=(extra_parents or {}).get(owner, []),
+                subject=subject,
+                body=body,
+                split=split_local_only,
+            )
+        )
+    return built
+
+
+def _commit_owner(
+    ws: Workspace,
+    cap: Capture,
+    owner: str | None,
+    paths: list[str],
+    *,
+    command: str,
+    now: float,
+    local_only: list[str],
+    extra_parents: list[str],
+    subject: str,
+    body: str,
+    split: bool,
+) -> _Built:
+    repo = ws.repo
+    ident = identity()
+    caller = ws.caller or "unidentified"
+    head_parents = [cap.head] if cap.head else []
+
+    def make(subset: list[str], withheld: list[str], extra: list[str]) -> tuple[str, str]:
+        wt_tree = cap.tree(subset, "worktree")
+        ix_tree = cap.tree(subset, "index")
+        # The capture already read back its own tree and HEAD's needs no check.
+        if wt_tree != cap.all_tree:
+            _verify_tree(cap, wt_tree, subset, "worktree")
+        if ix_tree != cap.head_tree:
+            _verify_tree(cap, ix_tree, subset, "index")
+        base = [
+            ("Rescued-For", owner or UNKNOWN),
+            ("Rescued-By", caller),
+            ("Command", command.replace("\n", " ")),
+            ("Host", sessions.hostname()),
+            ("Time", _iso(now)),
+            ("Head", cap.head or "unborn"),
+        ]
+        index_commit = commit_tree(
+            repo,
+            ix_tree,
+            head_parents,
+            _message(f"{subject}: index state for {_who(owner)}", base, subset),
+            ident,
+        )
+        parents = [*head_parents, index_commit]
+        trailers = [*base, ("Index", index_commit)]
+        stages = cap.stages_tree(subset)
+        if stages is not None:
+            stages_commit = commit_tree(
+                repo,
+                stages,
+                [],
+                _message(f"{subject}: conflict stages for {_who(owner)}", base, subset),
+                ident,
+            )
+            parents.append(stages_commit)
+            trailers.append(("Conflict-Stages", stages_commit))
+        parents += extra
+        if withheld:
+            trailers.append(("Withheld", f"{len(withheld)} local-only paths (secret or ignored)"))
+        n = len(subset)
+        commit = commit_tree(
+            repo,
+            wt_tree,
+            parents,
+            _message(
+                f"{subject}: {n} path{'s' if n != 1 else ''} of {_who(owner)} "
+                f"before `{command.splitlines()[0] if command else ''}`",
+                trailers,
+                subset,
+                body,
+            ),
+            ident,
+        )
+        return commit, index_commit
+
+    commit, index_commit = make(paths, [], extra_parents)
+    pushable = commit
+    if split and (local_only or extra_parents):
+        # What leaves the machine holds no local-only path and no local history that
+        # might (an earlier checkpoint's secrets live in its parents).
+        keep = [p for p in paths if p not in set(local_only)]
+        pushable, _ = make(keep, local_only, [])
+    return _Built(owner, paths, commit, index_commit, pushable, local_only)
+
+
+# -- checks before and after --------------------------------------------------------------
+
+
+def _check_nested(ws: Workspace, repos: list[str]) -> None:
+    """A nested repository's files are not in a gitlink: only a clean submodule passes."""
+    for r in repos:
+        absolute = ws.repo.worktree / r
+        res = git.run(
+            ["status", "--porcelain", "-z", "--untracked-files=all", "--ignore-submodules=none"],
+            cwd=absolute,
+            check=False,
+        )
+        if res.returncode != 0:
+            raise RescueFailedError(
+                f"cannot rescue {show_path(r + '/')}: git cannot read this nested repository "
+                f"({git.GitError([], res.returncode, res.stderr)}); nothing was run "
+                f"(override: {OVERRIDE})"
+            )
+        if res.stdout:
+            raise RescueFailedError(
+                f"cannot rescue {show_path(r + '/')}: a submodule or nested repository with "
+                f"uncommitted files (a gitlink does not hold them); commit them inside it "
+                f"first; nothing was run (override: {OVERRIDE})"
+            )
+        tracked = ws.repo.run(["--literal-pathspecs", "ls-files", "-s", "-z", "--", r]).stdout
+        if not tracked.startswith(GITLINK.encode()):
+            raise RescueFailedError(
+                f"cannot rescue {show_path(r + '/')}: an untracked nested repository (its "
+                f"history lives in its own .git, which no commit here can hold); move it out "
+                f"of the checkout or push it; nothing was run (override: {OVERRIDE})"
+            )
+
+
+def _human(size: int) -> str:
+    for unit, factor in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if size >= factor:
+            return f"{size / factor:.1f}{unit}"
+    return f"{size}B"
+
+
+def _check_caps(ws: Workspace, paths: list[str]) -> None:
+    """Over a cap, the rescue fails naming the files and the override; nothing is dropped."""
+    max_file = int(ws.config.get("rescue.max_file_size"))
+    max_total = int(ws.config.get("rescue.max_total_size"))
+    base = os.fspath(ws.repo.worktree) + os.sep
+    total = 0
+    over: list[tuple[str, int]] = []
+    for p in paths:
+        try:
+            st = os.lstat(base + p)
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        total += st.st_size
+        if st.st_size > max_file:
+            over.append((p, st.st_size))
+    if over:
+        over.sort(key=lambda item: -item[1])
+        shown = ", ".join(f"{show_path(p)} ({_human(s)})" for p, s in over[:SHOWN])
+        more = f" and {len(over) - SHOWN} more" if len(over) > SHOWN else ""
+        raise RescueFailedError(
+            f"rescue refused: {shown}{more} over rescue.max_file_size ({_human(max_file)}); "
+            f"nothing was run; raise it with GUARDS_RESCUE_MAX_FILE_SIZE={over[0][1]} "
+            f"or accept the loss with {OVERRIDE}"
+        )
+    if total > max_total:
+        raise RescueFailedError(
+            f"rescue refused: {len(paths)} paths hold {_human(total)}, over "
+            f"rescue.max_total_size ({_human(max_total)}); nothing was run; raise it with "
+            f"GUARDS_RESCUE_MAX_TOTAL_SIZE={total} or accept the loss with {OVERRIDE}"
+        )
+
+
+# -- kept commits -----------------------------------------------------------------------------
+
+
+def rescue_commits(
+    ws: Workspace, commits: list[tuple[str, str, str | None]], *, command: str
+) -> list[RescueResult]:
+    """Keep existing commits (stash entries, branch tips) reachable under rescue refs."""
+    if not commits:
+        return []
+    now = time.time()
+    ns = namespace(ws)
+    stamp = _stamp(now)
+    slug = command_slug(command)
+    wanted = []
+    for oid, label, owner in commits:
+        res = ws.repo.run(["rev-parse", "--verify", "-q", f"{oid}^{{commit}}"], check=False)
+        if res.returncode != 0:
+            raise RescueFailedError(
+                f"cannot keep {label}: commit {oid} is not readable; nothing was run "
+                f"(override: {OVERRIDE})"
+            )
+        full = res.stdout.decode().strip()
+        what = command_slug(label.replace("@{", "-").replace("}", ""), 30)
+        name = f"{ns}/{owner_component(owner)}/{stamp}-{slug}-{what}"
+        wanted.append((name, full))
+    refs = create_refs(ws, wanted, f"guards rescue: {command}")
+    remote = str(ws.config.get("rescue.remote")) or None
+    withheld = {
+        ref: _stash_local_only(ws, oid) if remote else []
+        for ref, (_, oid) in zip(refs, wanted, strict=True)
+    }
+    pushes = push(
+        ws,
+        remote,
+        [(oid, ref) for ref, (_, oid) in zip(refs, wanted, strict=True) if not withheld[ref]],
+    )
+    results = [
+        RescueResult(
+            ref=ref,
+            commit=oid,
+            owner=owner,
+            paths=[],
+            push=pushes[ref][0] if ref in pushes else None,
+            push_detail=pushes[ref][1] if ref in pushes else "",
+            remote=remote,
+            label=label,
+            local_only=withheld[ref],
+        )
+        for ref, (_, oid), (_, label, owner) in zip(refs, wanted, commits, strict=True)
+    ]
+    log_rescues(ws, results, command=command, now=now)
+    return results

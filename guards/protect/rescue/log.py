@@ -1,0 +1,96 @@
+"""The ledger's rescue log, and the line that reports a rescue."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from guards.errors import GuardsError
+from guards.protect.rescue.naming import _who
+from guards.protect.rescue.result import RescueResult
+from guards.state import session as sessions
+from guards.state.ledger import Ledger
+from guards.state.workspace import Workspace
+
+#: How many paths of one rescue the ledger's log keeps (the commit names them all).
+LOGGED_PATHS = 100
+#: seconds a rescue waits for the ledger lock to log itself before it moves on
+LOG_LOCK_WAIT = 1.0
+
+
+def log_rescues(ws: Workspace, results: list[RescueResult], *, command: str, now: float) -> None:
+    """Append to the ledger's rescue log; the refs are the truth, so a busy ledger only warns."""
+    from guards.output import warn
+
+    entries = [
+        {
+            "ref": r.ref,
+            "commit": r.commit,
+            "index_commit": r.index_commit,
+            "owner": r.owner,
+            "caller": ws.caller,
+            "command": command,
+            "host": sessions.hostname(),
+            "time": now,
+            "worktree": ws.repo.worktree_key if ws.repo.toplevel else None,
+            # The commit's trailers hold every path; the log keeps the ledger small.
+            "paths": r.paths[:LOGGED_PATHS],
+            "path_count": len(r.paths),
+            "label": r.label,
+            "remote": r.remote,
+            "push": r.push,
+            "push_detail": r.push_detail,
+            "local_only": r.local_only,
+        }
+        for r in results
+    ]
+    # The refs hold everything (their trailers); the log only helps doctor and friends.
+    # Waiting long for a busy lock here would hold back the command the user asked for and
+    # widen the window in which another writer's fresh save meets it: wait briefly only.
+    log = Ledger(ws.ledger.directory, lock_timeout=min(ws.ledger.lock_timeout, LOG_LOCK_WAIT))
+    try:
+        with log.transaction() as data:
+            data.rescues.extend(entries)
+    except GuardsError as e:
+        warn(f"rescue done but not logged in the ledger ({e}); `guards rescue list` shows it")
+
+
+def restore_command(result: RescueResult) -> str:
+    if result.label and result.label.startswith("stash"):
+        return f"git stash apply --index {result.ref}"
+    if result.label and result.label.startswith("branch "):
+        return f"git branch {result.label.split(' ', 1)[1]} {result.ref}"
+    if result.label:
+        return f"git log {result.ref}"
+    return f"guards rescue restore {result.ref}"
+
+
+def report_line(result: RescueResult) -> str:
+    """Principle 5: whose work, which ref, the command that restores it, what was pushed."""
+    who = _who(result.owner)
+    if result.label:
+        what = f"kept {result.label} ({result.commit[:12]}) of {who}"
+    else:
+        n = len(result.paths)
+        what = f"rescued {n} path{'s' if n != 1 else ''} of {who}"
+    line = f"guards: {what} to {result.ref}; restore: {restore_command(result)}"
+    if result.push is not None:
+        if result.push == "pushed":
+            line += f"; pushed to {result.remote}"
+        else:
+            detail = f": {result.push_detail}" if result.push_detail else ""
+            line += f"; push to {result.remote} failed ({result.push}{detail}), kept locally"
+    if result.local_only:
+        n = len(result.local_only)
+        if result.label:
+            line += f"; not pushed: holds {n} untracked or secret path{'s' if n != 1 else ''}"
+        else:
+            line += f"; {n} secret/ignored path{'s' if n != 1 else ''} kept local only"
+    return line
+
+
+def rescue_log_entries(ws: Workspace) -> dict[str, dict[str, Any]]:
+    """The ledger's rescue log by ref (the newest entry wins); empty when unreadable."""
+    data, _problem = ws.read_ledger()
+    if data is None:
+        return {}
+    return {str(e.get("ref")): e for e in data.rescues if isinstance(e, dict)}

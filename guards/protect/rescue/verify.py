@@ -1,0 +1,111 @@
+"""Before any ref points at a rescue: the capture equals the disk, every blob reads back
+whole, and every tree holds exactly the wanted paths as captured."""
+
+from __future__ import annotations
+
+from guards import git
+from guards.git.objects import GITLINK
+from guards.output import show_path
+from guards.protect.rescue.naming import SHOWN
+from guards.protect.snapshot import (
+    Capture,
+    SnapshotError,
+    State,
+    check_objects,
+    filtered_oids,
+    read_tree_changes,
+)
+from guards.state.workspace import Workspace
+
+
+def _filemode(ws: Workspace) -> bool:
+    res = ws.repo.run(["config", "--type=bool", "--get", "core.filemode"], check=False)
+    return res.stdout.strip() != b"false"
+
+
+def _verify_capture(
+    ws: Workspace,
+    cap: Capture,
+    on_disk: dict[str, State | str],
+    checked: set[str],
+    bad_checked: set[str],
+) -> None:
+    """Every listed path in the snapshot equals the disk, and every blob reads back whole.
+
+    ``checked`` blob ids were already re-read (``bad_checked`` of them failed).
+    """
+    filemode: bool | None = None  # read only when an exec bit disagrees
+    mismatched: list[str] = []
+    refilter: list[str] = []
+    for p in cap.paths:
+        want = cap.worktree_state(p)
+        got = on_disk[p]
+        if got == "directory":
+            if want is None or want.mode != GITLINK or want.oid != _nested_head(ws, p):
+                mismatched.append(p)
+            continue
+        if p in cap.skip_worktree:
+            continue  # not checked out: the index entry is its state
+        if got is None or want is None or isinstance(got, str):
+            if got != want:
+                mismatched.append(p)
+            continue
+        same_kind = got.mode == want.mode
+        if not same_kind and got.mode[:3] == want.mode[:3]:
+            if filemode is None:
+                filemode = _filemode(ws)
+            same_kind = not filemode  # core.filemode=false: git keeps the index's bit
+        if not same_kind:
+            mismatched.append(p)
+        elif got.oid != want.oid:
+            refilter.append(p)
+    if refilter:
+        hashed = filtered_oids(ws.repo, refilter)
+        for p in refilter:
+            want = cap.worktree_state(p)
+            if want is None or hashed.get(p) != want.oid:
+                mismatched.append(p)
+    if mismatched:
+        raise SnapshotError(
+            f"rescue could not be verified: {_names(mismatched)} changed while being rescued "
+            f"(or git stored something else); retry"
+        )
+    blobs: set[str] = set()
+    for p in cap.paths:
+        states: list[State] = [cap.worktree_state(p)]
+        if p in cap.index_changes:  # a staged version (HEAD's own blobs are not at risk)
+            states.append(cap.index_state(p))
+        states += [e for _, e in cap.stages.get(p, [])]
+        blobs.update(s.oid for s in states if s is not None and s.mode != GITLINK)
+    bad = sorted(blobs & bad_checked)
+    bad += check_objects(ws.repo, blobs - checked)
+    if bad:
+        raise SnapshotError(
+            f"rescue could not be verified: object {bad[0]} is missing or corrupt "
+            f"({len(bad)} bad objects; run git fsck)"
+        )
+
+
+def _nested_head(ws: Workspace, path: str) -> str | None:
+    res = git.run(["rev-parse", "-q", "--verify", "HEAD"], cwd=ws.repo.worktree / path, check=False)
+    return res.stdout.decode().strip() if res.returncode == 0 else None
+
+
+def _verify_tree(cap: Capture, tree: str, paths: list[str], kind: str) -> None:
+    """Read the tree back: exactly the wanted paths differ from HEAD, as captured."""
+    changes = read_tree_changes(cap.repo, cap.head_tree, tree)
+    wanted = set(paths)
+    bad = [p for p in changes if p not in wanted]
+    for p in paths:
+        expect = cap.index_state(p) if kind == "index" else cap.worktree_state(p)
+        got = changes[p].new if p in changes else cap.head_state(p)
+        touched = p in changes or p in cap.worktree_changes or p in cap.index_changes
+        if touched and got != expect:
+            bad.append(p)
+    if bad:
+        raise SnapshotError(f"rescue could not be verified: {kind} tree is wrong at {_names(bad)}")
+
+
+def _names(paths: list[str]) -> str:
+    shown = ", ".join(show_path(p) for p in paths[:SHOWN])
+    return shown + (f" and {len(paths) - SHOWN} more" if len(paths) > SHOWN else "")
