@@ -58,6 +58,12 @@ def show_path(path: str) -> str:
     return '"' + "".join(out) + '"'
 
 
+def listing(items: Sequence[str], limit: int) -> str:
+    """``"a, b, c and 4 more"``: the first ``limit`` items, then how many were left out."""
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
 def age(since: float | None, now: float | None = None) -> str:
     """``"2 min ago"``, ``"3 weeks ago"``; ``"-"`` when unknown."""
     if since is None:

@@ -1,4 +1,5 @@
-"""How guards talks: colour only on a terminal and never with NO_COLOR; safe paths; ages."""
+"""How guards talks: colour only on a terminal and never with NO_COLOR; safe paths; ages;
+short listings."""
 
 from __future__ import annotations
 
@@ -36,3 +37,10 @@ def test_age_reads_like_a_person() -> None:
     assert output.age(None) == "-"
     assert output.age(100.0, now=100.0 + 125) == "2 min ago"
     assert output.age(0.0, now=3 * 7 * 86400.0) == "3 weeks ago"
+
+
+def test_a_listing_names_a_few_then_counts_the_rest() -> None:
+    assert output.listing([], 3) == ""
+    assert output.listing(["a", "b", "c"], 3) == "a, b, c"
+    assert output.listing(["a", "b", "c", "d", "e"], 3) == "a, b, c and 2 more"
+    assert output.listing(("x", "y"), 1) == "x and 1 more"

@@ -154,6 +154,21 @@ def test_a_file_over_the_size_cap_fails_naming_file_and_override(
     assert "big.bin" in result.paths
 
 
+def test_files_over_the_size_cap_are_named_biggest_first_then_counted(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GUARDS_RESCUE_MAX_FILE_SIZE", "1KiB")
+    for i in range(5):
+        (repo / f"f{i}").write_bytes(b"z" * 1024 * (i + 2))
+    with pytest.raises(RescueFailedError) as info:
+        rescue(repo, [f"f{i}" for i in range(5)])
+    assert str(info.value) == (
+        "rescue refused: f4 (6.0KiB), f3 (5.0KiB), f2 (4.0KiB) and 2 more over "
+        "rescue.max_file_size (1.0KiB); nothing was run; raise it with "
+        "GUARDS_RESCUE_MAX_FILE_SIZE=6144 or accept the loss with GUARDS_POLICY=warn"
+    )
+
+
 def test_the_total_size_cap_fails_naming_the_override(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -346,6 +346,18 @@ def test_a_pathspec_git_refuses_is_refused_by_git_itself(repo: Path, pathspec: s
     assert guarded.stderr == plain.stderr
 
 
+def test_the_summary_names_three_commits_then_counts_the_rest() -> None:
+    from guards.protect.decide import summary
+
+    commits = [(f"{i}" * 40, f"stash@{{{i}}}") for i in range(5)]
+    assert summary([], commits[:3]) == (
+        "3 commit(s) that would become unreachable (stash@{0}, stash@{1}, stash@{2})"
+    )
+    assert summary([], commits) == (
+        "5 commit(s) that would become unreachable (stash@{0}, stash@{1}, stash@{2} and 2 more)"
+    )
+
+
 def test_nothing_at_risk_imports_only_what_it_needs(repo: Path) -> None:
     # The guarded git's common case (a clean tree) must stay cheap to start: these
     # modules cost milliseconds each (see guards.values and benchmarks/README.md).

@@ -22,6 +22,9 @@ from guards.state.workspace import Workspace
 if TYPE_CHECKING:
     from guards.protect.rescue import RescueResult
 
+#: How many commits the one-line summary names before "and N more".
+SHOWN = 3
+
 
 @dataclass(frozen=True)
 class AtRisk:
@@ -64,9 +67,8 @@ def summary(foreign: list[AtRisk], commits: list[tuple[str, str]]) -> str:
         noun = "path" if len(foreign) == 1 else "paths"
         parts.append(f"{len(foreign)} {noun} not provably yours ({who})")
     if commits:
-        labels = ", ".join(label for _, label in commits[:3])
-        more = f" and {len(commits) - 3} more" if len(commits) > 3 else ""
-        parts.append(f"{len(commits)} commit(s) that would become unreachable ({labels}{more})")
+        labels = output.listing([label for _, label in commits], SHOWN)
+        parts.append(f"{len(commits)} commit(s) that would become unreachable ({labels})")
     return " and ".join(parts)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from guards import git
 from guards.errors import GuardsError
 from guards.git.objects import GITLINK
-from guards.output import show_path
+from guards.output import listing, show_path
 from guards.protect.rescue.log import log_rescues
 from guards.protect.rescue.naming import (
     SHOWN,
@@ -362,10 +362,9 @@ def _check_caps(ws: Workspace, paths: list[str]) -> None:
             over.append((p, st.st_size))
     if over:
         over.sort(key=lambda item: -item[1])
-        shown = ", ".join(f"{show_path(p)} ({_human(s)})" for p, s in over[:SHOWN])
-        more = f" and {len(over) - SHOWN} more" if len(over) > SHOWN else ""
+        shown = listing([f"{show_path(p)} ({_human(s)})" for p, s in over], SHOWN)
         raise RescueFailedError(
-            f"rescue refused: {shown}{more} over rescue.max_file_size ({_human(max_file)}); "
+            f"rescue refused: {shown} over rescue.max_file_size ({_human(max_file)}); "
             f"nothing was run; raise it with GUARDS_RESCUE_MAX_FILE_SIZE={over[0][1]} "
             f"or accept the loss with {OVERRIDE}"
         )

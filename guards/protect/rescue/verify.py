@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from guards import git
 from guards.git.objects import GITLINK
-from guards.output import show_path
+from guards.output import listing, show_path
 from guards.protect.rescue.naming import SHOWN
 from guards.protect.snapshot import (
     Capture,
@@ -107,5 +107,4 @@ def _verify_tree(cap: Capture, tree: str, paths: list[str], kind: str) -> None:
 
 
 def _names(paths: list[str]) -> str:
-    shown = ", ".join(show_path(p) for p in paths[:SHOWN])
-    return shown + (f" and {len(paths) - SHOWN} more" if len(paths) > SHOWN else "")
+    return listing([show_path(p) for p in paths], SHOWN)
