@@ -13,6 +13,7 @@ from guards.git.quoting import unquote_path
 from guards.output import show_path
 from guards.protect.rescue import (
     AtRiskPath,
+    PushOutcome,
     RescueFailedError,
     RescueResult,
     command_slug,
@@ -367,6 +368,7 @@ def test_push_outcomes_are_typed_from_git_words() -> None:
         "network"
     )
     assert outcome(1, "", "something odd") == "unknown"
+    assert PushOutcome.ALL == ("pushed", "rejected", "auth-denied", "network", "unknown")
 
 
 def test_all_dirty_work_can_be_rescued_by_owner(repo: Path) -> None:

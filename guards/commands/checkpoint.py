@@ -15,6 +15,7 @@ from guards.errors import ExitCode, RefusedError, UsageError
 from guards.git.dirty import read_dirty
 from guards.protect.rescue import (
     NO_HOOKS,
+    PushOutcome,
     RescueFailedError,
     RescueResult,
     build_snapshots,
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         n = len(built.paths)
         line = f"checkpoint {built.commit[:12]}: {n} path{'s' if n != 1 else ''} to {ref}"
-        if result.push == "pushed":
+        if result.push == PushOutcome.PUSHED:
             line += f"; pushed to {remote}"
         elif result.push:
             line += f"; push to {remote} failed ({result.push}: {result.push_detail})"

@@ -48,7 +48,7 @@ from guards.protect.rescue.naming import (
     trailer_value,
     wip_ref,
 )
-from guards.protect.rescue.push import classify_push, is_secret, push
+from guards.protect.rescue.push import PushOutcome, classify_push, is_secret, push
 from guards.protect.rescue.refs import NO_HOOKS, create_refs, ref_values
 from guards.protect.rescue.result import OVERRIDE, AtRiskPath, RescueFailedError, RescueResult
 
@@ -60,6 +60,7 @@ __all__ = [
     "SHOWN",
     "UNKNOWN",
     "AtRiskPath",
+    "PushOutcome",
     "RescueFailedError",
     "RescueResult",
     "build_snapshots",

@@ -6,6 +6,7 @@ from typing import Any
 
 from guards.errors import GuardsError
 from guards.protect.rescue.naming import _who
+from guards.protect.rescue.push import PushOutcome
 from guards.protect.rescue.result import RescueResult
 from guards.state import session as sessions
 from guards.state.ledger import Ledger
@@ -74,7 +75,7 @@ def report_line(result: RescueResult) -> str:
         what = f"rescued {n} path{'s' if n != 1 else ''} of {who}"
     line = f"guards: {what} to {result.ref}; restore: {restore_command(result)}"
     if result.push is not None:
-        if result.push == "pushed":
+        if result.push == PushOutcome.PUSHED:
             line += f"; pushed to {result.remote}"
         else:
             detail = f": {result.push_detail}" if result.push_detail else ""

@@ -10,6 +10,27 @@ from guards import git
 from guards.protect.rescue.refs import NO_HOOKS
 from guards.state.workspace import Workspace
 
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
+if TYPE_CHECKING:
+    from typing import Final
+
+
+class PushOutcome:
+    """What pushing one ref came to (``RescueResult.push``, the rescue log, ``--json``).
+
+    Plain strings, not an Enum: see :class:`guards.errors.ExitCode`."""
+
+    PUSHED: Final = "pushed"
+    #: The remote refused it (the ref exists there, or a lease no longer holds).
+    REJECTED: Final = "rejected"
+    AUTH_DENIED: Final = "auth-denied"
+    NETWORK: Final = "network"
+    #: Anything else: git's words are in the detail.
+    UNKNOWN: Final = "unknown"
+
+    ALL: Final = (PUSHED, REJECTED, AUTH_DENIED, NETWORK, UNKNOWN)
+
+
 _AUTH = (
     "authentication failed",
     "permission denied",
@@ -62,7 +83,7 @@ def push(
             extra_env={"GIT_TERMINAL_PROMPT": "0", "GCM_INTERACTIVE": "never"},
         )
     except git.GitNotFoundError as e:
-        return {ref: ("unknown", str(e)) for _, ref in pairs}
+        return {ref: (PushOutcome.UNKNOWN, str(e)) for _, ref in pairs}
     return classify_push(res, [ref for _, ref in pairs])
 
 
@@ -80,21 +101,21 @@ def classify_push(res: git.Result, refs: list[str]) -> dict[str, tuple[str, str]
         if ref in lines:
             flag, summary = lines[ref]
             if flag in ("*", " ", "+", "="):
-                out[ref] = ("pushed", summary)
+                out[ref] = (PushOutcome.PUSHED, summary)
             elif flag == "!":
-                out[ref] = ("rejected", summary)
+                out[ref] = (PushOutcome.REJECTED, summary)
             else:
-                out[ref] = ("unknown", summary)
+                out[ref] = (PushOutcome.UNKNOWN, summary)
             continue
         low = err.lower()
         if res.returncode == 0:
-            out[ref] = ("unknown", "git push did not report this ref")
+            out[ref] = (PushOutcome.UNKNOWN, "git push did not report this ref")
         elif any(k in low for k in _AUTH):
-            out[ref] = ("auth-denied", first)
+            out[ref] = (PushOutcome.AUTH_DENIED, first)
         elif any(k in low for k in _NETWORK):
-            out[ref] = ("network", first)
+            out[ref] = (PushOutcome.NETWORK, first)
         else:
-            out[ref] = ("unknown", first or f"git push exited {res.returncode}")
+            out[ref] = (PushOutcome.UNKNOWN, first or f"git push exited {res.returncode}")
     return out
 
 

@@ -29,7 +29,7 @@ class RescueResult:
     commit: str
     owner: str | None
     paths: list[str]
-    #: None when no remote is configured; else pushed, auth-denied, rejected, network, unknown
+    #: None when no remote is configured (or the commit stays local); else a PushOutcome
     push: str | None
     push_detail: str = ""
     remote: str | None = None
