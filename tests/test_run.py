@@ -346,6 +346,18 @@ def test_a_pathspec_git_refuses_is_refused_by_git_itself(repo: Path, pathspec: s
     assert guarded.stderr == plain.stderr
 
 
+def test_the_guard_knows_exactly_the_policies_the_config_accepts() -> None:
+    from guards import config
+    from guards.protect.decide import Policy
+
+    policy = config.key("policy")
+    assert policy.default == Policy.RESCUE
+    assert [policy.parse(name) for name in Policy.ALL] == list(Policy.ALL)
+    with pytest.raises(ValueError) as info:
+        policy.parse("nuke")
+    assert str(info.value) == " | ".join(Policy.ALL)
+
+
 def test_the_summary_names_three_commits_then_counts_the_rest() -> None:
     from guards.protect.decide import summary
 

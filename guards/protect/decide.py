@@ -20,7 +20,26 @@ from guards.state.attribution import Ownership, classify
 from guards.state.workspace import Workspace
 
 if TYPE_CHECKING:
+    from typing import Final
+
     from guards.protect.rescue import RescueResult
+
+
+class Policy:
+    """What the guard does with work at risk that is not provably the caller's
+    (``GUARDS_POLICY``, ``policy`` in the config files).
+
+    Plain strings, not an Enum: see :class:`guards.errors.ExitCode`."""
+
+    #: Snapshot it to rescue refs, then let git run.
+    RESCUE: Final = "rescue"
+    #: Refuse the command.
+    BLOCK: Final = "block"
+    #: Let git run after saying what is about to be lost.
+    WARN: Final = "warn"
+
+    ALL: Final = (RESCUE, BLOCK, WARN)
+
 
 #: How many commits the one-line summary names before "and N more".
 SHOWN = 3
@@ -86,12 +105,12 @@ def protect(cmd: GitCommand, radius: BlastRadius, *, report: bool = True) -> lis
     what = summary(at_risk, commits)
     verb = "move away" if radius.moves and not commits else "destroy"
     policy = ws.config.policy
-    if policy == "block":
+    if policy == Policy.BLOCK:
         raise RefusedError(
             f"refused `git {describe(cmd)}`: it would {verb} {what}; policy is block "
             f"(GUARDS_POLICY=rescue rescues it first and runs; {OVERRIDE_HINT})"
         )
-    if policy == "warn":
+    if policy == Policy.WARN:
         output.warn(f"`git {describe(cmd)}` is about to {verb} {what} (policy warn: no rescue)")
         return []
     return _rescue(ws, cmd, at_risk, commits, report=report)
