@@ -1,0 +1,110 @@
+"""What a git command would destroy, computed before it runs (shared/BLAST.md).
+
+:func:`blast_radius` hands the command to the handler of its subcommand:
+
+- :mod:`~guards.predict.blast.state`: where the command runs (:class:`Context`), the
+  dirty state of its work tree (:class:`State`), its target X (:class:`Target`);
+- :mod:`~guards.predict.blast.rules`: WT, IX, WI, collisions and the predictors R1-R7;
+- :mod:`~guards.predict.blast.tree_commands`: reset, checkout, switch, restore, clean,
+  stash, rm, mv;
+- :mod:`~guards.predict.blast.history_commands`: worktree remove, branch, rebase & co,
+  submodule, sparse-checkout;
+- :mod:`~guards.predict.blast.radius`: the answer, :class:`BlastRadius` and :class:`Loss`.
+
+Every predictor is computed from read-only git calls that never rewrite the index
+(``--no-optional-locks`` status, ``diff-tree``, ``ls-files``, ``hash-object`` of work
+tree files, ``clean -n``). Notation as in BLAST.md: H = HEAD, I = index (stage 0),
+W = work tree, X = the command's target; a version is ``(mode, oid)``.
+"""
+
+from __future__ import annotations
+
+from guards.predict.blast import history_commands, tree_commands
+from guards.predict.blast.radius import KINDS, BlastRadius, Loss, everything
+from guards.predict.blast.rules import (
+    Losses,
+    collisions,
+    ix,
+    merge_mode,
+    moved,
+    operation_in_progress,
+    r1,
+    r3,
+    r4,
+    r5,
+    r6,
+    r7,
+    wi,
+    wt,
+)
+from guards.predict.blast.state import (
+    Context,
+    Entry,
+    State,
+    Target,
+    Version,
+    context,
+    files_under,
+    pathspec_args,
+    read_state,
+)
+from guards.predict.cmdline import asks_for_help
+
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from guards.predict.cmdline import GitCommand
+
+__all__ = [
+    "KINDS",
+    "BlastRadius",
+    "Context",
+    "Entry",
+    "Loss",
+    "Losses",
+    "State",
+    "Target",
+    "Version",
+    "blast_radius",
+    "collisions",
+    "context",
+    "files_under",
+    "ix",
+    "merge_mode",
+    "moved",
+    "operation_in_progress",
+    "pathspec_args",
+    "r1",
+    "r3",
+    "r4",
+    "r5",
+    "r6",
+    "r7",
+    "read_state",
+    "wi",
+    "wt",
+]
+
+_HANDLERS: dict[str, Callable[[Context, list[str]], BlastRadius]] = {
+    **tree_commands.HANDLERS,
+    **history_commands.HANDLERS,
+}
+
+
+def blast_radius(cmd: GitCommand) -> BlastRadius:
+    """What ``cmd`` would destroy or move away; raises UnknownStateError if git fails."""
+    if cmd.shell_alias is not None:
+        return everything(None)
+    sub = cmd.subcommand
+    if sub is None or asks_for_help(cmd.args):
+        return BlastRadius(worktree=None, losses=[])
+    handler = _HANDLERS.get(sub)
+    if handler is None:
+        return BlastRadius(worktree=None, losses=[])
+    if sub == "worktree":
+        return history_commands.worktree_remove(cmd)
+    ctx = context(cmd)
+    if ctx is None:
+        return BlastRadius(worktree=None, losses=[])
+    return handler(ctx, cmd.args)

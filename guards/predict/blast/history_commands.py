@@ -1,0 +1,326 @@
+"""Commands that act on history, refs and other work trees: worktree remove, branch,
+rebase/pull/merge/cherry-pick/revert/am (autostash, --abort, --skip, fast-forwards),
+submodule, sparse-checkout (BLAST.md, "Command by command")."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+
+from guards import git
+from guards.git import operations
+from guards.git.objects import GITLINK
+from guards.predict.blast.radius import BlastRadius, everything
+from guards.predict.blast.rules import (
+    Losses,
+    add_collisions,
+    branch_reset_loss,
+    ix,
+    moved,
+    r1,
+    r5,
+    unreachable_from,
+    wt,
+)
+from guards.predict.blast.state import Target, context, read_state
+from guards.predict.cmdline import autostash, parse_options
+
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from guards.predict.blast.state import Context
+    from guards.predict.cmdline import GitCommand
+
+
+def worktree_remove(cmd: GitCommand) -> BlastRadius:
+    args = cmd.args
+    if not args or args[0] != "remove":
+        return BlastRadius(worktree=None, losses=[])
+    o = parse_options("worktree-remove", args[1:])
+    operands = [*o.positionals, *(o.after_dashdash or [])]
+    if o.unknown or len(operands) != 1:
+        return everything(None)
+    main = context(cmd)
+    if main is None:
+        return BlastRadius(worktree=None, losses=[])
+    path = main.abs_path(operands[0])
+    if not os.path.isdir(path):
+        return BlastRadius(worktree=None, losses=[])
+    ctx = context(cmd, at=path)
+    if ctx is None or ctx.toplevel is None:
+        return BlastRadius(worktree=None, losses=[])
+    if os.path.realpath(path) != os.path.realpath(ctx.toplevel):
+        return BlastRadius(worktree=None, losses=[])  # not a worktree's top: git refuses
+    if not os.path.exists(os.path.join(ctx.git_dir, "commondir")):
+        return BlastRadius(worktree=ctx.toplevel, losses=[])  # the main worktree: git refuses
+    force = o.count("force")
+    if os.path.exists(os.path.join(ctx.git_dir, "locked")) and force < 2:
+        return BlastRadius(worktree=ctx.toplevel, losses=[])
+    state = read_state(ctx)
+    losses = Losses()
+    dirty = bool(state.entries) or bool(state.untracked)
+    if dirty and not force:
+        return losses.radius(ctx)
+    for e in state.entries.values():
+        kinds = []
+        if wt(e, e.head):
+            kinds.append("worktree")
+        if ix(e, e.head):
+            kinds.append("staged")
+        losses.add(e.path, *(kinds or ["worktree"]))
+    for p in state.untracked_files:
+        losses.add(p, "untracked")
+    for p in state.ignored_files:
+        losses.add(p, "ignored")
+    commits: list[tuple[str, str]] = []
+    head = ctx.head()
+    detached = ctx.run(["symbolic-ref", "-q", "HEAD"], check=False).returncode != 0
+    if head and detached and unreachable_from(ctx, head, [], exclude=()):
+        commits.append((head, f"HEAD of {ctx.toplevel}"))
+    return losses.radius(ctx, commits=commits)
+
+
+def _branch(ctx: Context, args: list[str]) -> BlastRadius:
+    o = parse_options("branch", args)
+    if o.unknown:
+        return everything(ctx.toplevel)
+    commits: list[tuple[str, str]] = []
+    names = [*o.positionals, *(o.after_dashdash or [])]
+    force = o.has("force")
+    prefix = "refs/remotes/" if o.has("remotes") else "refs/heads/"
+    if o.has("D") or (o.has("delete") and force):
+        gone = [prefix + n for n in names]
+        for n, ref in zip(names, gone, strict=True):
+            oid = ctx.rev(ref)
+            if oid and unreachable_from(ctx, oid, [], exclude=gone):
+                commits.append((oid, f"branch {n}"))
+    elif o.has("M") or o.has("C") or ((o.has("move") or o.has("copy")) and force):
+        if names:
+            new = names[-1]
+            old_oid = ctx.rev(names[0]) if len(names) == 2 else ctx.head()
+            ref = f"refs/heads/{new}"
+            oid = ctx.rev(ref)
+            if oid and oid != old_oid:
+                extra = [old_oid] if old_oid else []
+                if unreachable_from(ctx, oid, extra, exclude=(ref,)):
+                    commits.append((oid, f"branch {new}"))
+    elif force and names:
+        start = ctx.rev(names[1]) if len(names) > 1 else ctx.head()
+        if start:
+            commits = branch_reset_loss(ctx, names[0], start)
+    return BlastRadius(worktree=ctx.toplevel, losses=[], commits=commits)
+
+
+def _autostash_radius(ctx: Context) -> BlastRadius:
+    state = read_state(ctx, hash_work=False)
+    losses = Losses()
+    moved(state, losses, tracked=lambda e: not e.gitlink)
+    return losses.radius(ctx, moves=bool(losses.kinds))
+
+
+def _sequencer_target(ctx: Context, sub: str) -> str | None:
+    gd = ctx.git_dir
+    candidates = {
+        "cherry-pick": ["sequencer/head", "HEAD"],
+        "revert": ["sequencer/head", "HEAD"],
+        "am": ["rebase-apply/abort-safety", "ORIG_HEAD"],
+        "merge": ["HEAD"],
+    }[sub]
+    for c in candidates:
+        if "/" in c:
+            try:
+                with open(os.path.join(gd, c), encoding="ascii") as f:
+                    oid = f.read().strip()
+            except OSError:
+                continue
+            if oid:
+                return oid
+        else:
+            found = ctx.rev(c)
+            if found:
+                return found
+    return None
+
+
+def _in_progress(ctx: Context, sub: str) -> bool:
+    """Whether ``git <sub> --abort|--skip`` has something to act on."""
+    ops = operations.in_progress(ctx.git_dir)
+    if sub in ("cherry-pick", "revert"):
+        return "cherry-pick" in ops or "revert" in ops  # git's sequencer stops either one
+    return sub in ops
+
+
+def _rebase_like(ctx: Context, args: list[str]) -> BlastRadius:
+    sub = ctx.cmd.subcommand or ""
+    spec = {"cherry-pick": "sequencer", "revert": "sequencer"}.get(sub, sub)
+    o = parse_options(spec, args)
+    head = ctx.head()
+    if o.has("abort") or o.has("skip"):
+        if not _in_progress(ctx, sub):
+            return BlastRadius(worktree=ctx.toplevel, losses=[])  # git: nothing to abort
+        losses = Losses()
+        if sub == "rebase":
+            orig = None
+            for d in ("rebase-merge", "rebase-apply"):
+                try:
+                    with open(os.path.join(ctx.git_dir, d, "orig-head"), encoding="ascii") as f:
+                        orig = f.read().strip()
+                    break
+                except OSError:
+                    continue
+            x = orig if o.has("abort") else head
+            if x is None:
+                return BlastRadius(worktree=ctx.toplevel, losses=[])
+            target = Target(ctx, x, head)
+            state = read_state(ctx, target=target)
+            r1(ctx, state, target, losses)
+        else:
+            x = _sequencer_target(ctx, sub) if o.has("abort") else head
+            target = Target(ctx, x, head)
+            state = read_state(ctx, target=target)
+            r5(state, target, losses)
+        return losses.radius(ctx, state)
+    if sub in ("rebase", "pull", "merge") and autostash(ctx.cmd, o):
+        return _autostash_radius(ctx)
+    if sub == "merge" and not (o.has("continue") or o.has("quit")):
+        losses = Losses()
+        heads = o.positionals or ["@{upstream}"]
+        state = read_state(ctx, hash_work=False)
+        for name in heads:
+            oid = ctx.rev(name)
+            if oid is None:
+                return BlastRadius(worktree=ctx.toplevel, losses=[])
+            overwrite = not o.given("overwrite-ignore") or o.has("overwrite-ignore")
+            if overwrite:
+                target = Target(ctx, oid, head)
+                add_collisions(state, target, losses, untracked=False, ignored=True)
+        return losses.radius(ctx)
+    if o.unknown:
+        return everything(ctx.toplevel)
+    return BlastRadius(worktree=ctx.toplevel, losses=[])
+
+
+def _submodule(ctx: Context, args: list[str]) -> BlastRadius:
+    words = [a for a in args if not a.startswith("-")]
+    action = words[0] if words else ""
+    if action == "update":
+        rest = args[args.index("update") + 1 :]
+        if parse_options("submodule-update", rest).has("force"):
+            return everything(ctx.toplevel)
+        return BlastRadius(worktree=ctx.toplevel, losses=[])
+    if action != "deinit" or ctx.toplevel is None:
+        return BlastRadius(worktree=ctx.toplevel, losses=[])
+    rest = args[args.index("deinit") + 1 :]
+    o = parse_options("submodule-deinit", rest)
+    if o.unknown:
+        return everything(ctx.toplevel)
+    pathspec = [*o.positionals, *(o.after_dashdash or [])]
+    if not pathspec and not o.has("all"):
+        return BlastRadius(worktree=ctx.toplevel, losses=[])
+    out = ctx.out(["ls-files", "-s", "-z", "--full-name", "--", *pathspec], at_prefix=True)
+    losses = Losses()
+    for rec in git.zsplit(out):
+        meta, _, path_b = rec.partition(b"\t")
+        if not meta.startswith(GITLINK.encode()):
+            continue
+        sub_path = os.fsdecode(path_b)
+        sub_dir = os.path.join(ctx.toplevel, sub_path)
+        if not os.path.exists(os.path.join(sub_dir, ".git")):
+            continue
+        sub_ctx = context(ctx.cmd, at=sub_dir)
+        if sub_ctx is None or sub_ctx.toplevel is None:
+            continue
+        state = read_state(sub_ctx, hash_work=False)
+        dirty = bool(state.entries) or bool(state.untracked)
+        if dirty and not o.has("force"):
+            return BlastRadius(worktree=ctx.toplevel, losses=[])  # git refuses
+        for e in state.entries.values():
+            losses.add(posixpath.join(sub_path, e.path), "worktree")
+        for p in state.untracked_files:
+            losses.add(posixpath.join(sub_path, p), "untracked")
+        for p in state.ignored_files:
+            losses.add(posixpath.join(sub_path, p), "ignored")
+    return losses.radius(ctx)
+
+
+def _sparse_checkout(ctx: Context, args: list[str]) -> BlastRadius:
+    if not args or args[0] not in ("set", "reapply", "init"):
+        return BlastRadius(worktree=ctx.toplevel, losses=[])
+    action = args[0]
+    o = parse_options("sparse-checkout", args[1:])
+    cone_cfg = ctx.cmd.config_bool("core.sparsecheckoutcone", None)
+    cone = o.has("cone") if o.given("cone") else (cone_cfg is not False)
+    if o.unknown or o.has("stdin") or not cone or ctx.toplevel is None:
+        return everything(ctx.toplevel)
+    if action == "set":
+        dirs = [d.strip("/") for d in o.positionals + (o.after_dashdash or [])]
+    elif action == "init":
+        dirs = []
+    else:
+        listed = ctx.run(["sparse-checkout", "list"], check=False)
+        if listed.returncode != 0:
+            return everything(ctx.toplevel)
+        dirs = [d.strip("/") for d in listed.stdout.decode("utf-8", "replace").splitlines()]
+    state = read_state(ctx, hash_work=False)
+    losses = Losses()
+    tracked_dirs = _tracked_dirs(ctx)
+    # A directory leaving the cone is deleted with its ignored files, unless it still
+    # holds untracked files or local changes (then git keeps all of it and warns).
+    leaving: dict[str, list[str]] = {}
+    for p in state.ignored_files:
+        parent = posixpath.dirname(p)
+        if not parent or _in_cone(parent, dirs):
+            continue
+        top_dir = _leaving_dir(parent, dirs)
+        if top_dir is not None and top_dir in tracked_dirs:
+            leaving.setdefault(top_dir, []).append(p)
+    keepers = [*state.untracked, *state.entries]
+    for top_dir, ignored in leaving.items():
+        if any(k.startswith(top_dir + "/") for k in keepers):
+            continue
+        for p in ignored:
+            losses.add(p, "ignored")
+    return losses.radius(ctx)
+
+
+def _in_cone(directory: str, cone: Sequence[str]) -> bool:
+    for c in cone:
+        if directory == c or directory.startswith(c + "/") or c.startswith(directory + "/"):
+            return True
+    return False
+
+
+def _leaving_dir(directory: str, cone: Sequence[str]) -> str | None:
+    """The outermost directory of ``directory``'s chain that is out of the cone."""
+    parts = directory.split("/")
+    for n in range(1, len(parts) + 1):
+        d = "/".join(parts[:n])
+        if not _in_cone(d, cone):
+            return d
+    return None
+
+
+def _tracked_dirs(ctx: Context) -> set[str]:
+    out = ctx.out(["ls-files", "-z", "--full-name", "--sparse"])
+    dirs: set[str] = set()
+    for p in git.zsplit(out):
+        parts = os.fsdecode(p).split("/")[:-1]
+        for n in range(1, len(parts) + 1):
+            dirs.add("/".join(parts[:n]))
+    return dirs
+
+
+#: ``worktree`` acts on another work tree than the command's: see :func:`worktree_remove`.
+HANDLERS: dict[str, Callable[[Context, list[str]], BlastRadius]] = {
+    "branch": _branch,
+    "rebase": _rebase_like,
+    "pull": _rebase_like,
+    "merge": _rebase_like,
+    "cherry-pick": _rebase_like,
+    "revert": _rebase_like,
+    "am": _rebase_like,
+    "submodule": _submodule,
+    "sparse-checkout": _sparse_checkout,
+    "worktree": lambda ctx, args: BlastRadius(worktree=None, losses=[]),
+}

@@ -1,0 +1,270 @@
+"""The rule algebra: WT, IX, WI, collisions C(S, X), and the predictors R1-R7 that turn
+a :class:`~guards.predict.blast.state.State` and a target into :class:`Losses`.
+
+Notation and rules as in BLAST.md.
+"""
+
+from __future__ import annotations
+
+from guards.git import operations
+from guards.git.history import commits_held_only_by
+from guards.git.objects import GITLINK
+from guards.predict.blast.radius import BlastRadius, Loss
+from guards.predict.blast.state import Target
+
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+
+    from guards.predict.blast.state import Context, Entry, State, Version
+
+
+def wt(e: Entry, x: Version | None) -> bool:
+    """The work tree differs from ``x`` (pure deletions do not count)."""
+    return e.work is not None and e.work != x
+
+
+def ix(e: Entry, x: Version | None) -> bool:
+    """The index differs from ``x`` (no stage-0 entry does not count)."""
+    return e.index is not None and e.index != x
+
+
+def wi(e: Entry) -> bool:
+    return e.work != e.index
+
+
+def occupied_elsewhere(state: State, target: Target) -> set[str]:
+    """X's paths whose work tree slot holds no tracked file: collisions happen there.
+
+    A gitlink is never such a slot: git leaves a submodule's directory alone."""
+    slots: set[str] = set()
+    for path, (old, new) in target.diff.items():
+        if new is None or new[0] == GITLINK:
+            continue
+        e = state.entries.get(path)
+        if e is None:
+            if old is None:
+                slots.add(path)
+        elif e.index is None or e.work is None:
+            slots.add(path)
+    for e in state.entries.values():
+        if e.path in target.diff or e.head is None or e.gitlink:
+            continue
+        if e.index is None or e.work is None:
+            slots.add(e.path)
+    return slots
+
+
+def collisions(paths: Iterable[str], slots: set[str]) -> list[str]:
+    """C(S, X): paths equal to, containing or lying under a path of X's tree."""
+    if not slots:
+        return []
+    ancestors: set[str] = set()
+    for s in slots:
+        parts = s.split("/")
+        for n in range(1, len(parts)):
+            ancestors.add("/".join(parts[:n]))
+    hit: list[str] = []
+    for p in paths:
+        q = p.rstrip("/")
+        parts = q.split("/")
+        under = any("/".join(parts[:n]) in slots for n in range(1, len(parts)))
+        if q in slots or q in ancestors or under:
+            hit.append(p)
+    return hit
+
+
+# ---------------------------------------------------------------------------
+# Predictors
+
+
+class Losses:
+    def __init__(self) -> None:
+        self.kinds: dict[str, set[str]] = {}
+
+    def add(self, path: str, *kinds: str) -> None:
+        if kinds:
+            self.kinds.setdefault(path, set()).update(kinds)
+
+    def forgive(self, ctx: Context, state: State) -> None:
+        """Drop versions an operation in progress brought from a commit (a merge's or a
+        cherry-pick's result staged in the index is committed on the other side)."""
+        incoming = _incoming_targets(ctx)
+        if not incoming:
+            return
+        for path, kinds in list(self.kinds.items()):
+            e = state.entries.get(path)
+            if e is None:
+                continue
+            versions = {t.version(e) for t in incoming}
+            if "staged" in kinds and e.index in versions:
+                kinds.discard("staged")
+            if "worktree" in kinds and e.work in versions:
+                kinds.discard("worktree")
+            if not kinds:
+                del self.kinds[path]
+
+    def radius(self, ctx: Context, state: State | None = None, **kw: object) -> BlastRadius:
+        if state is not None:
+            self.forgive(ctx, state)
+        losses = [Loss(p, frozenset(k)) for p, k in sorted(self.kinds.items())]
+        return BlastRadius(worktree=ctx.toplevel, losses=losses, **kw)  # type: ignore[arg-type]
+
+
+def _incoming_targets(ctx: Context) -> list[Target]:
+    return [Target(ctx, oid, ctx.head()) for oid in operations.incoming_heads(ctx.git_dir)]
+
+
+def operation_in_progress(ctx: Context) -> bool:
+    """An operation that makes git refuse to switch branches (bisect does not)."""
+    return any(op != "bisect" for op in operations.in_progress(ctx.git_dir))
+
+
+def tracked_entries(state: State) -> Iterable[Entry]:
+    return (e for e in state.entries.values() if not e.gitlink)
+
+
+def r1(
+    ctx: Context,
+    state: State,
+    target: Target,
+    losses: Losses,
+    *,
+    only_in_x: bool = False,
+) -> None:
+    """Index and work tree become X (R1; R2 with ``only_in_x``)."""
+    for e in tracked_entries(state):
+        x = target.version(e)
+        if only_in_x and x is None:
+            continue
+        kinds = []
+        if wt(e, e.head) and wt(e, x):
+            kinds.append("worktree")
+        if ix(e, e.head) and ix(e, x):
+            kinds.append("staged")
+        losses.add(e.path, *kinds)
+    add_collisions(state, target, losses, untracked=True, ignored=True)
+
+
+def add_collisions(
+    state: State, target: Target, losses: Losses, *, untracked: bool, ignored: bool
+) -> None:
+    slots = occupied_elsewhere(state, target)
+    if untracked:
+        for p in _colliding_files(state, state.untracked, slots):
+            losses.add(p, "untracked")
+    if ignored:
+        for p in _colliding_files(state, state.ignored, slots):
+            losses.add(p, "ignored")
+
+
+def _colliding_files(state: State, shown: list[str], slots: set[str]) -> list[str]:
+    """The files of C(S, X): a shown directory that collides is walked, then refiltered
+    (a file of X deep inside an ignored directory hits only what lies at or under it)."""
+    hits = collisions(shown, slots)
+    return collisions(state.files(hits), slots) if hits else []
+
+
+def r3(state: State, losses: Losses) -> None:
+    """The work tree becomes the index: ``WI ∩ WT(HEAD)``."""
+    for e in tracked_entries(state):
+        if wi(e) and wt(e, e.head) and not e.unmerged:
+            losses.add(e.path, "worktree")
+
+
+def r4(state: State, target: Target, losses: Losses) -> None:
+    """The index becomes X, the work tree stays: ``IX(HEAD) ∩ IX(X) ∩ WI``."""
+    for e in tracked_entries(state):
+        if ix(e, e.head) and ix(e, target.version(e)) and wi(e):
+            losses.add(e.path, "staged")
+
+
+def r5(state: State, target: Target, losses: Losses) -> None:
+    """``reset --merge``: refuses on staged-then-modified, else ``IX(HEAD) ∩ IX(X)``."""
+    if any(ix(e, e.head) and wi(e) for e in tracked_entries(state) if not e.unmerged):
+        return
+    for e in tracked_entries(state):
+        if e.unmerged:
+            if wt(e, e.head) and wt(e, target.version(e)):
+                losses.add(e.path, "worktree")
+            continue
+        if ix(e, e.head) and ix(e, target.version(e)):
+            losses.add(e.path, "staged", "worktree")
+
+
+def r6(state: State, target: Target, losses: Losses) -> None:
+    """``restore --source=X`` (work tree only): ``WT(HEAD)&WT(X)&WI | C(O,X)``."""
+    for e in tracked_entries(state):
+        if wt(e, e.head) and wt(e, target.version(e)) and wi(e):
+            losses.add(e.path, "worktree")
+    add_collisions(state, target, losses, untracked=True, ignored=True)
+
+
+def _switch_refused(state: State, target: Target) -> bool:
+    """git's two-way merge refuses: local changes on paths the switch changes."""
+    for e in tracked_entries(state):
+        x = target.version(e)
+        if x == e.head:
+            continue
+        if e.unmerged or e.work != e.index or (e.index != e.head and e.index != x):
+            return True
+    return False
+
+
+def r7(state: State, target: Target, losses: Losses, *, overwrite_ignore: bool = True) -> None:
+    """A branch switch without force: refuses on conflicts, else ignored collisions."""
+    if _switch_refused(state, target):
+        return
+    slots = occupied_elsewhere(state, target)
+    if collisions(state.untracked, slots):
+        return  # git refuses: untracked files would be overwritten
+    if overwrite_ignore:
+        for p in _colliding_files(state, state.ignored, slots):
+            losses.add(p, "ignored")
+
+
+def merge_mode(state: State, target: Target, losses: Losses) -> None:
+    """``checkout -m X``: where the plain switch would refuse, git merges the local
+    changes of the paths X changes; they survive only as a conflict (stage 3, markers).
+    With any staged change git refuses instead."""
+    if not _switch_refused(state, target):
+        r7(state, target, losses)
+        return
+    if any(e.index != e.head for e in tracked_entries(state)):
+        return
+    for e in tracked_entries(state):
+        if target.version(e) != e.head and wt(e, e.head):
+            losses.add(e.path, "worktree")
+    add_collisions(state, target, losses, untracked=False, ignored=True)
+
+
+def moved(state: State, losses: Losses, *, tracked: Callable[[Entry], bool]) -> None:
+    for e in state.entries.values():
+        if tracked(e):
+            kinds = []
+            if wt(e, e.head) or (e.work is None and e.head is not None):
+                kinds.append("worktree")
+            if ix(e, e.head) or (e.index is None and e.head is not None):
+                kinds.append("staged")
+            losses.add(e.path, *(kinds or ["worktree"]))
+
+
+# ---------------------------------------------------------------------------
+# Commits
+
+
+def branch_reset_loss(ctx: Context, name: str | None, new_tip: str) -> list[tuple[str, str]]:
+    """A branch forced to another commit: its old tip, if nothing else reaches it."""
+    if not name:
+        return []
+    ref = f"refs/heads/{name}"
+    old = ctx.rev(ref)
+    if old is None or old == new_tip:
+        return []
+    if unreachable_from(ctx, old, [new_tip], exclude=(ref,)):
+        return [(old, f"branch {name}")]
+    return []
+
+
+def unreachable_from(ctx: Context, oid: str, extra: Sequence[str], exclude: Sequence[str]) -> bool:
+    return bool(commits_held_only_by(ctx.run, oid, other_tips=extra, ignoring=exclude, limit=1))

@@ -1,0 +1,445 @@
+"""The repository as the command sees it: where it runs (:class:`Context`), the dirty
+state of its work tree (:class:`State`), and its target X (:class:`Target`).
+
+Everything is read with git calls that never rewrite the index (``--no-optional-locks``
+status, ``diff-tree``, ``hash-object`` of work tree files). Notation as in BLAST.md:
+H = HEAD, I = index (stage 0), W = work tree, X = the command's target; a version is
+``(mode, oid)``.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import stat
+
+from guards import git
+from guards.errors import UnknownStateError
+from guards.git.objects import GITLINK, ZERO_MODE, blob_oid, empty_tree
+from guards.git.quoting import c_unquote
+from guards.values import MutableValue
+
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from guards.predict.cmdline import GitCommand, Options
+
+Version = tuple[str, str]
+
+
+# ---------------------------------------------------------------------------
+# The repository as the command sees it
+
+
+class Context:
+    """Where the command runs: its git dir, work tree and prefix, and how to ask git."""
+
+    __slots__ = ("_head", "cmd", "env", "git_dir", "object_format", "options", "prefix", "toplevel")
+
+    def __init__(
+        self,
+        cmd: GitCommand,
+        git_dir: str,
+        toplevel: str | None,
+        prefix: str,
+        object_format: str,
+        options: list[str],
+        env: dict[str, str],
+    ) -> None:
+        self.cmd = cmd
+        self.git_dir = git_dir
+        self.toplevel = toplevel
+        self.prefix = prefix
+        self.object_format = object_format
+        #: Global options that still apply when git dir and work tree are given explicitly.
+        self.options = options
+        self.env = env
+        self._head: object = _UNSET
+
+    def run(
+        self,
+        args: Sequence[str],
+        *,
+        at_prefix: bool = False,
+        stdin: bytes | None = None,
+        check: bool = True,
+    ) -> git.Result:
+        cwd = self.toplevel or self.git_dir
+        if at_prefix and self.toplevel and self.prefix:
+            cwd = os.path.join(self.toplevel, self.prefix)
+        try:
+            return git.run([*self.options, *args], cwd=cwd, env=self.env, stdin=stdin, check=check)
+        except git.GitError as e:
+            raise UnknownStateError(str(e)) from e
+
+    def out(
+        self, args: Sequence[str], *, at_prefix: bool = False, stdin: bytes | None = None
+    ) -> bytes:
+        return self.run(args, at_prefix=at_prefix, stdin=stdin).stdout
+
+    def rev(self, name: str, peel: str = "commit") -> str | None:
+        """The object id of ``name^{peel}``, or None if it does not resolve."""
+        if name == "-":
+            name = "@{-1}"  # checkout -, switch -, merge -: the previous branch
+        res = self.run(
+            ["rev-parse", "--verify", "-q", "--end-of-options", f"{name}^{{{peel}}}"],
+            at_prefix=True,
+            check=False,
+        )
+        if res.returncode != 0:
+            return None
+        return res.stdout.decode().strip() or None
+
+    def known_head(self, oid: str | None) -> None:
+        """HEAD's commit as discovery already found it (None: an unborn branch)."""
+        self._head = oid
+
+    def head(self) -> str | None:
+        if self._head is _UNSET:
+            self._head = self.rev("HEAD")
+        return self._head  # type: ignore[return-value]
+
+    def abs_path(self, user_path: str) -> str:
+        return os.path.normpath(os.path.join(self.cmd.cwd, user_path))
+
+    def rel(self, abs_path: str) -> str | None:
+        """Repository-relative path of an absolute one; None outside the work tree."""
+        if self.toplevel is None:
+            return None
+        rel = os.path.relpath(abs_path, self.toplevel)
+        if rel == "." or rel.split("/")[0] == "..":
+            return None
+        return rel
+
+
+_UNSET = object()
+_KEEP_WITH_VALUE = {"-c", "--namespace"}
+_KEEP_PREFIXES = ("--config-env=", "--namespace=")
+_KEEP_FLAGS = {
+    "--no-replace-objects",
+    "--literal-pathspecs",
+    "--glob-pathspecs",
+    "--noglob-pathspecs",
+    "--icase-pathspecs",
+}
+
+
+def _kept_options(global_options: Sequence[str]) -> list[str]:
+    kept: list[str] = []
+    i = 0
+    while i < len(global_options):
+        o = global_options[i]
+        if o in _KEEP_WITH_VALUE:
+            kept += global_options[i : i + 2]
+            i += 2
+            continue
+        if o in ("-C", "--git-dir", "--work-tree", "--super-prefix"):
+            i += 2
+            continue
+        if o.startswith(_KEEP_PREFIXES) or o in _KEEP_FLAGS:
+            kept.append(o)
+        i += 1
+    return kept
+
+
+_CONTEXT_FLAGS = (
+    "--absolute-git-dir",
+    "--show-object-format",
+    "--is-inside-work-tree",
+    "--show-prefix",
+    "--show-toplevel",
+)
+
+
+def context(cmd: GitCommand, at: str | None = None) -> Context | None:
+    """Discover the repository the command acts on; None outside any repository.
+
+    ``at`` discovers the work tree containing another directory (``worktree remove``).
+    """
+    options = _kept_options(cmd.global_options)
+    if at is None:
+        env = dict(cmd.env)
+
+        def ask(args: list[str]) -> git.Result:
+            return cmd.query(args, check=False)
+    else:
+        env = {k: v for k, v in cmd.env.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")}
+
+        def ask(args: list[str]) -> git.Result:
+            return git.run([*options, *args], cwd=at, env=env, check=False)
+
+    # HEAD in the same call (the predictors nearly always need it): one git less.
+    res = ask(["rev-parse", *_CONTEXT_FLAGS, "--verify", "-q", "--end-of-options", "HEAD^{commit}"])
+    lines = res.stdout.split(b"\n")
+    # Five answers and HEAD's id (exit 0), no id on an unborn branch (exit 1), four
+    # answers when there is no work tree; each line ends in "\n", hence one more piece.
+    expected = {0: 7, 1: 6}.get(res.returncode, 5)
+    one_by_one = len(lines) > 4 and len(lines) != expected
+    if one_by_one:
+        # A path holding a newline: ask for each value on its own (HEAD later).
+        lines = [git.strip_newline(ask(["rev-parse", flag]).stdout) for flag in _CONTEXT_FLAGS]
+    if len(lines) < 4:
+        if b"not a git repository" in res.stderr:
+            return None
+        from guards.git.repo import check_git_version
+
+        check_git_version()
+        raise UnknownStateError(
+            "cannot find the repository: "
+            + (res.stderr.decode("utf-8", "replace").strip().splitlines() or ["git failed"])[-1]
+        )
+    git_dir = os.fsdecode(lines[0])
+    fmt = lines[1].decode() or "sha1"
+    prefix = os.fsdecode(lines[3]).rstrip("/")
+    # Outside the work tree but with GIT_WORK_TREE / --work-tree, git still acts on it.
+    toplevel = os.fsdecode(lines[4]) if len(lines) > 4 and lines[4] else None
+    env["GIT_DIR"] = git_dir
+    if toplevel:
+        env["GIT_WORK_TREE"] = toplevel
+    else:
+        env.pop("GIT_WORK_TREE", None)
+    ctx = Context(cmd, git_dir, toplevel, prefix, fmt, options, env)
+    if not one_by_one and res.returncode == 0 and len(lines) == 7:
+        ctx.known_head(lines[5].decode() or None)
+    elif not one_by_one and res.returncode == 1 and len(lines) == 6 and not res.stderr:
+        ctx.known_head(None)  # an unborn branch: `--verify -q` says nothing, exits 1
+    return ctx  # anything else (no work tree, a newline in a path): asked when needed
+
+
+# ---------------------------------------------------------------------------
+# The dirty state: H, I and W of every dirty tracked path, untracked and ignored files
+
+
+class Entry(MutableValue):
+    """A dirty tracked path: its (mode, oid) in HEAD, the index and the work tree."""
+
+    __slots__ = ("gitlink", "head", "index", "path", "unmerged", "work", "xy")
+
+    def __init__(
+        self,
+        path: str,
+        xy: str,
+        head: Version | None,
+        index: Version | None,
+        work: Version | None = None,
+        unmerged: bool = False,
+        gitlink: bool = False,
+    ) -> None:
+        self.path = path
+        self.xy = xy
+        self.head = head
+        self.index = index
+        self.work = work
+        self.unmerged = unmerged
+        self.gitlink = gitlink
+
+    @property
+    def intent_to_add(self) -> bool:
+        return self.xy == ".A"
+
+
+class State(MutableValue):
+    """The dirty state of a work tree, as the predictors need it."""
+
+    __slots__ = ("entries", "ignored", "toplevel", "untracked")
+
+    def __init__(self, toplevel: str = "") -> None:
+        self.entries: dict[str, Entry] = {}
+        #: Untracked files; a nested repository as git shows it, ``dir/``.
+        self.untracked: list[str] = []
+        #: Ignored files and whole ignored directories (``dir/``), as git shows them.
+        self.ignored: list[str] = []
+        self.toplevel = toplevel
+
+    def files(self, shown: Iterable[str]) -> list[str]:
+        """Shown paths with each ``dir/`` replaced by the files under it (walked lazily:
+        an ignored ``node_modules/`` is only walked when something reaches it)."""
+        out: list[str] = []
+        for p in shown:
+            if p.endswith("/"):
+                out.extend(files_under(self.toplevel, p.rstrip("/")))
+            else:
+                out.append(p)
+        return out
+
+    @property
+    def untracked_files(self) -> list[str]:
+        return self.files(self.untracked)
+
+    @property
+    def ignored_files(self) -> list[str]:
+        return self.files(self.ignored)
+
+
+def _ver(mode: bytes, oid: bytes) -> Version | None:
+    m = mode.decode()
+    return None if m == ZERO_MODE else (m, oid.decode())
+
+
+def pathspec_args(ctx: Context, opts: Options, pathspec: Sequence[str]) -> list[str] | None:
+    """Status arguments limiting it to the command's pathspec; None = the whole tree.
+
+    ``--pathspec-from-file=-`` is stdin, which guards never reads: the exact set is
+    unknowable, so the command's whole scope counts.
+    """
+    source = opts.value("pathspec-from-file")
+    if source is not None:
+        if source == "-":
+            return None
+        # git status has no --pathspec-from-file: read the file as git would.
+        try:
+            with open(ctx.abs_path(source), "rb") as f:
+                data = f.read()
+        except OSError:
+            return None  # git will fail to read it too; count the whole scope
+        if opts.has("pathspec-file-nul"):
+            items = git.zsplit(data)
+        else:
+            items = [c_unquote(line.rstrip(b"\r")) for line in data.split(b"\n") if line]
+        return ["--", *(os.fsdecode(i) for i in items)]
+    if not pathspec:
+        return None
+    return ["--", *pathspec]
+
+
+def read_state(
+    ctx: Context,
+    limit: list[str] | None = None,
+    *,
+    hash_work: bool = True,
+    target: Target | None = None,
+) -> State:
+    """Dirty tracked entries, untracked and ignored files (all within ``limit``).
+
+    A work tree file that differs from the index is hashed only when a predictor must
+    compare it with something else than the index: where the index differs from HEAD,
+    where ``target`` differs from HEAD, and for conflicts. Elsewhere its unknown id
+    (``""``) already differs from both the index and HEAD, which is all that matters.
+    """
+    out = ctx.out([*git.status_args(ignored=True), *(limit or [])], at_prefix=True)
+    state = State(toplevel=ctx.toplevel or "")
+    records = git.zsplit(out)
+    i = 0
+    while i < len(records):
+        rec = records[i]
+        i += 1
+        kind = rec[:1]
+        if kind in (b"1", b"2"):
+            n = 8 if kind == b"1" else 9
+            f = rec.split(b" ", n)
+            path = os.fsdecode(f[n])
+            xy = f[1].decode()
+            e = Entry(path, xy, _ver(f[3], f[6]), _ver(f[4], f[7]))
+            e.gitlink = GITLINK in (f[3].decode(), f[4].decode(), f[5].decode())
+            if xy[1] == ".":
+                e.work = e.index
+            elif f[5].decode() != ZERO_MODE:
+                e.work = (f[5].decode(), "")  # hashed below
+            if e.intent_to_add:
+                e.index = None
+            state.entries[path] = e
+            if kind == b"2":
+                i += 1
+        elif kind == b"u":
+            f = rec.split(b" ", 10)
+            path = os.fsdecode(f[10])
+            e = Entry(path, f[1].decode(), _ver(f[3], f[7]), None, unmerged=True)
+            if f[6].decode() != ZERO_MODE:
+                e.work = (f[6].decode(), "")
+            state.entries[path] = e
+        elif kind == b"?":
+            state.untracked.append(os.fsdecode(rec[2:]))
+        elif kind == b"!":
+            state.ignored.append(os.fsdecode(rec[2:]))
+    if hash_work:
+        diff = target.diff if target is not None else {}
+        _hash_work(
+            ctx,
+            [
+                e
+                for e in state.entries.values()
+                if e.work and not e.work[1] and (e.unmerged or e.index != e.head or e.path in diff)
+            ],
+        )
+    return state
+
+
+def files_under(toplevel: str, rel_dir: str) -> Iterable[str]:
+    """Every file and symlink below a directory (a nested repository's .git excluded).
+
+    A *file* named ``.git`` is a gitdir link (a submodule's or worktree's pointer, or
+    junk): git can never store that name, so it cannot be rescued as a path; the
+    repository it points to is not deleted with it."""
+    base = os.path.join(toplevel, rel_dir)
+    for root, dirs, files in os.walk(base):
+        if ".git" in dirs:
+            dirs.remove(".git")
+        rel_root = os.path.relpath(root, toplevel)
+        for name in dirs[:]:
+            if os.path.islink(os.path.join(root, name)):
+                files.append(name)
+                dirs.remove(name)
+        for name in files:
+            if name != ".git":
+                yield posixpath.join(rel_root.replace(os.sep, "/"), name)
+
+
+def _hash_work(ctx: Context, entries: list[Entry]) -> None:
+    """Object ids of work tree files, hashed the way ``git add`` would (filters applied)."""
+    if not entries or ctx.toplevel is None:
+        return
+    plain: list[Entry] = []
+    for e in entries:
+        full = os.path.join(ctx.toplevel, e.path)
+        try:
+            st = os.lstat(full)
+        except OSError:
+            e.work = None
+            continue
+        assert e.work is not None
+        if e.gitlink or stat.S_ISDIR(st.st_mode):
+            e.work = (e.work[0], "?")  # a gitlink's commit: not ours to hash
+        elif stat.S_ISLNK(st.st_mode):
+            e.work = (e.work[0], blob_oid(os.fsencode(os.readlink(full)), ctx.object_format))
+        elif "\n" in e.path:
+            with open(full, "rb") as f:
+                data = f.read()
+            res = ctx.out(["hash-object", "--stdin", f"--path={e.path}"], stdin=data)
+            e.work = (e.work[0], res.decode().strip())
+        else:
+            plain.append(e)
+    if plain:
+        stdin = "".join(e.path + "\n" for e in plain).encode("utf-8", "surrogateescape")
+        out = ctx.out(["hash-object", "--stdin-paths"], stdin=stdin)
+        oids = out.decode().split()
+        if len(oids) != len(plain):
+            raise UnknownStateError("git hash-object gave an unexpected answer")
+        for e, oid in zip(plain, oids, strict=True):
+            assert e.work is not None
+            e.work = (e.work[0], oid)
+
+
+# ---------------------------------------------------------------------------
+# The target X: its versions of the paths that differ from HEAD
+
+
+class Target:
+    """X's versions, as differences from HEAD (paths not listed are as in HEAD)."""
+
+    def __init__(self, ctx: Context, oid: str | None, head: str | None) -> None:
+        self.oid = oid
+        self.diff: dict[str, tuple[Version | None, Version | None]] = {}
+        if oid is None or oid == head:
+            return
+        empty = empty_tree(ctx.object_format)
+        out = ctx.out(["diff-tree", "-r", "-z", "--no-renames", head or empty, oid])
+        records = git.zsplit(out)
+        for meta, path in zip(records[::2], records[1::2], strict=False):
+            f = meta[1:].split(b" ")
+            self.diff[os.fsdecode(path)] = (_ver(f[0], f[2]), _ver(f[1], f[3]))
+
+    def version(self, e: Entry) -> Version | None:
+        if e.path in self.diff:
+            return self.diff[e.path][1]
+        return e.head

@@ -1,0 +1,423 @@
+"""Commands that rewrite the index and the work tree: reset, checkout, switch, restore,
+clean, stash, rm, mv. Each handler reads the command's options and applies the rules
+of :mod:`guards.predict.blast.rules` (BLAST.md, "Command by command")."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+
+from guards import git
+from guards.errors import UnknownStateError
+from guards.git.objects import empty_tree
+from guards.git.quoting import parse_clean_output
+from guards.predict.blast.radius import BlastRadius, everything
+from guards.predict.blast.rules import (
+    Losses,
+    branch_reset_loss,
+    collisions,
+    ix,
+    merge_mode,
+    moved,
+    occupied_elsewhere,
+    operation_in_progress,
+    r1,
+    r3,
+    r4,
+    r5,
+    r6,
+    r7,
+    tracked_entries,
+    wi,
+    wt,
+)
+from guards.predict.blast.state import Target, files_under, pathspec_args, read_state
+from guards.predict.cmdline import clean_force, parse_options, stash_action
+
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from guards.predict.blast.state import Context
+    from guards.predict.cmdline import Options
+
+
+def _split_target(
+    ctx: Context, opts: Options, peel: str = "commit"
+) -> tuple[str | None, list[str]] | None:
+    """(target, pathspec) of ``cmd [X] [--] [p...]``; None when X does not resolve."""
+    pos = opts.positionals
+    if opts.after_dashdash is not None:
+        if len(pos) > 1:
+            return None
+        return (pos[0] if pos else None), opts.after_dashdash
+    if pos and ctx.rev(pos[0], peel) is not None:
+        return pos[0], pos[1:]
+    return None, pos
+
+
+def _reset(ctx: Context, args: list[str]) -> BlastRadius:
+    o = parse_options("reset", args)
+    if o.unknown:
+        return everything(ctx.toplevel)
+    if o.has("soft"):
+        return BlastRadius(worktree=ctx.toplevel, losses=[])
+    split = _split_target(ctx, o)
+    if split is None:
+        return everything(ctx.toplevel)
+    name, pathspec = split
+    head = ctx.head()
+    x_oid = ctx.rev(name) if name else head
+    if name and x_oid is None:
+        x_oid = ctx.rev(name, "tree")
+        if x_oid is None:
+            return BlastRadius(worktree=ctx.toplevel, losses=[])  # git: unknown revision
+    losses = Losses()
+    if o.has("hard") or o.has("merge") or o.has("keep"):
+        if pathspec or o.given("pathspec-from-file"):
+            return BlastRadius(worktree=ctx.toplevel, losses=[])  # git refuses
+        if o.has("recurse-submodules") and o.has("hard"):
+            return everything(ctx.toplevel)
+        target = Target(ctx, x_oid, head)
+        state = read_state(ctx, target=target)
+        if o.has("hard"):
+            r1(ctx, state, target, losses)
+        elif o.has("merge"):
+            r5(state, target, losses)
+        else:
+            r4(state, target, losses)
+        return losses.radius(ctx, state)
+    limit = pathspec_args(ctx, o, pathspec)
+    state = read_state(ctx, limit, hash_work=False)  # R4 compares with the index only
+    r4(state, Target(ctx, x_oid, head), losses)
+    return losses.radius(ctx)
+
+
+def _checkout(ctx: Context, args: list[str]) -> BlastRadius:
+    o = parse_options("checkout", args)
+    if o.unknown:
+        return everything(ctx.toplevel)
+    head = ctx.head()
+    pathmode = (
+        o.after_dashdash is not None
+        or o.given("pathspec-from-file")
+        or (o.has("patch") and not o.given("b") and not o.given("B"))
+    )
+    new_branch = o.value("b") or o.value("B") or o.value("orphan")
+    if not pathmode and o.positionals and not new_branch:
+        first = o.positionals[0]
+        if len(o.positionals) > 1 or (ctx.rev(first) is None and _dwim_remote(ctx, first) is None):
+            pathmode = True
+    losses = Losses()
+    if pathmode:
+        split = _split_target(ctx, o, "tree")
+        if split is None:
+            return everything(ctx.toplevel)
+        name, pathspec = split
+        limit = pathspec_args(ctx, o, pathspec)
+        if name is None:
+            state = read_state(ctx, limit)
+            resolving = o.has("force") or o.has("ours") or o.has("theirs") or o.has("merge")
+            if not resolving and any(e.unmerged for e in state.entries.values()):
+                return BlastRadius(worktree=ctx.toplevel, losses=[])  # git refuses
+            r3(state, losses)
+            if o.has("ours") or o.has("theirs") or o.has("merge") or o.has("force"):
+                for e in state.entries.values():
+                    if e.unmerged and wt(e, e.head):
+                        losses.add(e.path, "worktree")
+            return losses.radius(ctx, state)
+        x_oid = ctx.rev(name, "tree")
+        if x_oid is None:
+            return BlastRadius(worktree=ctx.toplevel, losses=[])
+        # Path mode compares with X's tree: a commit's tree or a bare tree alike.
+        target = Target(ctx, ctx.rev(name) or x_oid, head)
+        state = read_state(ctx, limit, target=target)
+        r1(ctx, state, target, losses, only_in_x=not o.given("overlay") or o.has("overlay"))
+        return losses.radius(ctx, state)
+    # Branch mode: target is the start point (or the branch named).
+    start = o.positionals[0] if o.positionals else None
+    if start is None:
+        x_oid = head
+    else:
+        x_oid = ctx.rev(start) or _dwim_remote(ctx, start)
+        if x_oid is None:
+            return BlastRadius(worktree=ctx.toplevel, losses=[])
+    commits = branch_reset_loss(ctx, o.value("B"), x_oid) if o.given("B") and x_oid else []
+    return _switch_to(ctx, o, x_oid, head, losses, commits, discard=False)
+
+
+def _switch_to(
+    ctx: Context,
+    o: Options,
+    x_oid: str | None,
+    head: str | None,
+    losses: Losses,
+    commits: list[tuple[str, str]],
+    *,
+    discard: bool,
+) -> BlastRadius:
+    target = Target(ctx, x_oid, head)
+    state = read_state(ctx, target=target)
+    if o.has("force"):
+        r1(ctx, state, target, losses)
+    elif discard:
+        slots = occupied_elsewhere(state, target)
+        if not collisions(state.untracked, slots):
+            r1(ctx, state, target, losses)
+    elif o.has("merge"):
+        merge_mode(state, target, losses)
+    else:
+        overwrite = not o.given("overwrite-ignore") or o.has("overwrite-ignore")
+        r7(state, target, losses, overwrite_ignore=overwrite)
+    return losses.radius(ctx, state, commits=commits)
+
+
+def _dwim_remote(ctx: Context, name: str) -> str | None:
+    """``checkout foo`` / ``switch foo`` creating foo from the one ``<remote>/foo``."""
+    out = ctx.out(["for-each-ref", "--format=%(objectname)", f"refs/remotes/*/{name}"])
+    oids = out.decode().split()
+    return oids[0] if len(oids) == 1 else None
+
+
+def _switch(ctx: Context, args: list[str]) -> BlastRadius:
+    o = parse_options("switch", args)
+    if o.unknown:
+        return everything(ctx.toplevel)
+    if operation_in_progress(ctx):
+        return BlastRadius(worktree=ctx.toplevel, losses=[])  # git: "cannot switch ... while"
+    head = ctx.head()
+    losses = Losses()
+    if o.given("orphan"):
+        x_oid: str | None = empty_tree(ctx.object_format)
+        target_name = None
+    else:
+        target_name = o.positionals[0] if o.positionals else None
+        if target_name is None:
+            x_oid = head
+        else:
+            x_oid = ctx.rev(target_name)
+            if x_oid is None:
+                x_oid = _dwim_remote(ctx, target_name)
+            if x_oid is None:
+                return BlastRadius(worktree=ctx.toplevel, losses=[])
+    commits: list[tuple[str, str]] = []
+    if o.given("force-create") and x_oid:
+        commits = branch_reset_loss(ctx, o.value("force-create"), x_oid)
+    return _switch_to(ctx, o, x_oid, head, losses, commits, discard=o.has("discard-changes"))
+
+
+def _restore(ctx: Context, args: list[str]) -> BlastRadius:
+    o = parse_options("restore", args)
+    if o.unknown:
+        return everything(ctx.toplevel)
+    pathspec = [*o.positionals, *(o.after_dashdash or [])]
+    if not pathspec and not o.given("pathspec-from-file"):
+        return BlastRadius(worktree=ctx.toplevel, losses=[])  # git: path(s) required
+    staged = o.has("staged")
+    worktree = o.has("worktree") or not staged
+    source = o.value("source")
+    head = ctx.head()
+    if source is not None:
+        x_oid = ctx.rev(source) or ctx.rev(source, "tree")
+        if x_oid is None:
+            return BlastRadius(worktree=ctx.toplevel, losses=[])
+    else:
+        x_oid = head
+    target = Target(ctx, x_oid, head)
+    state = read_state(ctx, pathspec_args(ctx, o, pathspec), target=target)
+    losses = Losses()
+    resolving = o.has("ours") or o.has("theirs") or o.has("merge") or o.has("ignore-unmerged")
+    if not resolving and worktree and any(e.unmerged for e in state.entries.values()):
+        return BlastRadius(worktree=ctx.toplevel, losses=[])  # git refuses
+    if worktree and resolving:
+        # --ours/--theirs/-m rewrite a conflicted file: the resolution in progress goes.
+        for e in state.entries.values():
+            if e.unmerged and wt(e, e.head):
+                losses.add(e.path, "worktree")
+    if staged and worktree:
+        r1(ctx, state, target, losses, only_in_x=o.has("overlay"))
+    elif staged:
+        r4(state, target, losses)
+    elif source is None:
+        r3(state, losses)
+    else:
+        r6(state, target, losses)
+    return losses.radius(ctx, state)
+
+
+def _clean(ctx: Context, args: list[str]) -> BlastRadius:
+    o = parse_options("clean", args)
+    if o.unknown:
+        return everything(ctx.toplevel)
+    if not clean_force(ctx.cmd, o) or ctx.toplevel is None:
+        return BlastRadius(worktree=ctx.toplevel, losses=[])
+    dry = ["clean", "--dry-run"]
+    if o.count("force") >= 2:
+        dry += ["-f", "-f"]
+    for flag in ("d", "x", "X"):
+        if o.has(flag):
+            dry.append(f"-{flag}")
+    for v in o.values.get("exclude", []):
+        if isinstance(v, str):
+            dry.append(f"--exclude={v}")
+    dry += ["--", *o.positionals, *(o.after_dashdash or [])]
+    out = ctx.out(dry, at_prefix=True)
+    removed, _skipped = parse_clean_output(out)
+    paths: list[str] = []
+    for shown in removed:
+        rel = posixpath.normpath(posixpath.join(ctx.prefix, shown))
+        # A directory goes as a whole (an empty one holds nothing to lose).
+        paths.extend(files_under(ctx.toplevel, rel) if shown.endswith("/") else [rel])
+    ignored: set[str] = set()
+    if o.has("x") and paths:
+        res = ctx.run(["check-ignore", "-z", "--stdin"], stdin=git.nul_join(paths), check=False)
+        if res.returncode not in (0, 1):
+            raise UnknownStateError("git check-ignore failed: " + res.stderr.decode().strip())
+        ignored = {os.fsdecode(p) for p in git.zsplit(res.stdout)}
+    losses = Losses()
+    for p in paths:
+        losses.add(p, "ignored" if o.has("X") or p in ignored else "untracked")
+    return losses.radius(ctx)
+
+
+def _stash(ctx: Context, args: list[str]) -> BlastRadius:
+    action, rest = stash_action(args)
+    if action in ("list", "show", "apply", "create", "store"):
+        return BlastRadius(worktree=ctx.toplevel, losses=[])
+    if action in ("push", "save"):
+        o = parse_options("stash-push", rest)
+        if o.unknown:
+            return everything(ctx.toplevel)
+        pathspec = (
+            (o.after_dashdash or [])
+            if action == "save"
+            else [
+                *o.positionals,
+                *(o.after_dashdash or []),
+            ]
+        )
+        # Conflicts and intent-to-add entries anywhere make git refuse.
+        full = read_state(ctx, hash_work=False)
+        if any(e.unmerged or e.intent_to_add for e in full.entries.values()):
+            return BlastRadius(worktree=ctx.toplevel, losses=[])
+        limit = pathspec_args(ctx, o, pathspec)
+        state = full if limit is None else read_state(ctx, limit, hash_work=False)
+        losses = Losses()
+        # stash records a submodule's commit but never touches the submodule's own work.
+        if o.has("staged"):
+            moved(state, losses, tracked=lambda e: e.xy[0] != "." and not e.gitlink)
+        elif o.has("keep-index"):
+            moved(state, losses, tracked=lambda e: e.xy[1] != "." and not e.gitlink)
+        else:
+            moved(state, losses, tracked=lambda e: not e.gitlink)
+        if o.has("include-untracked") or o.has("all"):
+            # A nested repository is not stashed: git records no gitlink for it.
+            for p in (u for u in state.untracked if not u.endswith("/")):
+                losses.add(p, "untracked")
+        if o.has("all"):
+            for p in state.ignored_files:
+                losses.add(p, "ignored")
+        return losses.radius(ctx, moves=bool(losses.kinds))
+    if action in ("drop", "pop", "branch"):
+        o = parse_options("stash-ref", rest)
+        pos = o.positionals[1:] if action == "branch" else o.positionals
+        entry = pos[0] if pos else "stash@{0}"
+        if entry.isdigit():
+            entry = f"stash@{{{entry}}}"
+        oid = ctx.rev(entry)
+        if oid is None:
+            return BlastRadius(worktree=ctx.toplevel, losses=[])
+        return BlastRadius(worktree=ctx.toplevel, losses=[], commits=[(oid, entry)])
+    if action == "clear":
+        return BlastRadius(worktree=ctx.toplevel, losses=[], commits=_stash_entries(ctx))
+    return everything(ctx.toplevel)
+
+
+def _stash_entries(ctx: Context) -> list[tuple[str, str]]:
+    if ctx.rev("refs/stash") is None:
+        return []
+    out = ctx.out(["log", "-g", "-z", "--format=%H", "refs/stash", "--"])
+    return [(oid.decode().strip(), f"stash@{{{n}}}") for n, oid in enumerate(git.zsplit(out))]
+
+
+def _rm(ctx: Context, args: list[str]) -> BlastRadius:
+    o = parse_options("rm", args)
+    if o.unknown:
+        return everything(ctx.toplevel)
+    if o.has("dry-run"):
+        return BlastRadius(worktree=ctx.toplevel, losses=[])
+    pathspec = [*o.positionals, *(o.after_dashdash or [])]
+    if not pathspec and not o.given("pathspec-from-file"):
+        return BlastRadius(worktree=ctx.toplevel, losses=[])
+    state = read_state(ctx, pathspec_args(ctx, o, pathspec))
+    losses = Losses()
+    force = o.has("force")
+    tracked = [e for e in tracked_entries(state) if e.index is not None or e.intent_to_add]
+    if o.has("cached"):
+        # Staged content that matches neither the file nor HEAD: git refuses without -f.
+        at_risk = [e for e in tracked if ix(e, e.head) and wi(e)]
+        if at_risk and not force:
+            return losses.radius(ctx)
+        for e in at_risk:
+            losses.add(e.path, "staged")
+        return losses.radius(ctx)
+    if not force:
+        return losses.radius(ctx)  # git refuses anything with local changes
+    for e in tracked:
+        kinds = []
+        if wt(e, e.head):
+            kinds.append("worktree")
+        if ix(e, e.head):
+            kinds.append("staged")
+        losses.add(e.path, *kinds)
+    return losses.radius(ctx)
+
+
+def _mv(ctx: Context, args: list[str]) -> BlastRadius:
+    o = parse_options("mv", args)
+    if o.unknown:
+        return everything(ctx.toplevel)
+    if not o.has("force") or o.has("dry-run") or ctx.toplevel is None:
+        return BlastRadius(worktree=ctx.toplevel, losses=[])
+    operands = [*o.positionals, *(o.after_dashdash or [])]
+    if len(operands) < 2:
+        return BlastRadius(worktree=ctx.toplevel, losses=[])
+    *sources, dest = operands
+    dest_abs = ctx.abs_path(dest)
+    targets: list[str] = []
+    if os.path.isdir(dest_abs) and not os.path.islink(dest_abs):
+        targets = [os.path.join(dest_abs, os.path.basename(ctx.abs_path(s))) for s in sources]
+    elif len(sources) == 1:
+        targets = [dest_abs]
+    rels = [r for r in (ctx.rel(t) for t in targets) if r is not None]
+    rels = [r for r in rels if os.path.lexists(os.path.join(ctx.toplevel, r))]
+    if not rels:
+        return BlastRadius(worktree=ctx.toplevel, losses=[])
+    state = read_state(ctx)
+    wanted = set(rels)
+    losses = Losses()
+    for e in tracked_entries(state):
+        if e.path in wanted:
+            kinds = []
+            if wt(e, e.head):
+                kinds.append("worktree")
+            if ix(e, e.head):
+                kinds.append("staged")
+            losses.add(e.path, *kinds)
+    for kind, shown in (("untracked", state.untracked), ("ignored", state.ignored)):
+        for r in wanted:
+            if any(r == p or (p.endswith("/") and r.startswith(p)) for p in shown):
+                losses.add(r, kind)
+    return losses.radius(ctx)
+
+
+HANDLERS: dict[str, Callable[[Context, list[str]], BlastRadius]] = {
+    "reset": _reset,
+    "checkout": _checkout,
+    "switch": _switch,
+    "restore": _restore,
+    "clean": _clean,
+    "stash": _stash,
+    "rm": _rm,
+    "mv": _mv,
+}
