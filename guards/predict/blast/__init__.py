@@ -20,7 +20,7 @@ W = work tree, X = the command's target; a version is ``(mode, oid)``.
 from __future__ import annotations
 
 from guards.predict.blast import history_commands, tree_commands
-from guards.predict.blast.radius import KINDS, BlastRadius, Loss, everything
+from guards.predict.blast.radius import BlastRadius, Loss, LossKind, everything
 from guards.predict.blast.rules import (
     Losses,
     collisions,
@@ -57,11 +57,11 @@ if TYPE_CHECKING:
     from guards.predict.cmdline import GitCommand
 
 __all__ = [
-    "KINDS",
     "BlastRadius",
     "Context",
     "Entry",
     "Loss",
+    "LossKind",
     "Losses",
     "State",
     "Target",

@@ -10,7 +10,7 @@ import posixpath
 from guards import git
 from guards.git import operations
 from guards.git.objects import GITLINK
-from guards.predict.blast.radius import BlastRadius, everything
+from guards.predict.blast.radius import BlastRadius, LossKind, everything
 from guards.predict.blast.rules import (
     Losses,
     add_collisions,
@@ -65,14 +65,14 @@ def worktree_remove(cmd: GitCommand) -> BlastRadius:
     for e in state.entries.values():
         kinds = []
         if wt(e, e.head):
-            kinds.append("worktree")
+            kinds.append(LossKind.WORKTREE)
         if ix(e, e.head):
-            kinds.append("staged")
-        losses.add(e.path, *(kinds or ["worktree"]))
+            kinds.append(LossKind.STAGED)
+        losses.add(e.path, *(kinds or [LossKind.WORKTREE]))
     for p in state.untracked_files:
-        losses.add(p, "untracked")
+        losses.add(p, LossKind.UNTRACKED)
     for p in state.ignored_files:
-        losses.add(p, "ignored")
+        losses.add(p, LossKind.IGNORED)
     commits: list[tuple[str, str]] = []
     head = ctx.head()
     detached = ctx.run(["symbolic-ref", "-q", "HEAD"], check=False).returncode != 0
@@ -236,11 +236,11 @@ def _submodule(ctx: Context, args: list[str]) -> BlastRadius:
         if dirty and not o.has("force"):
             return BlastRadius(worktree=ctx.toplevel, losses=[])  # git refuses
         for e in state.entries.values():
-            losses.add(posixpath.join(sub_path, e.path), "worktree")
+            losses.add(posixpath.join(sub_path, e.path), LossKind.WORKTREE)
         for p in state.untracked_files:
-            losses.add(posixpath.join(sub_path, p), "untracked")
+            losses.add(posixpath.join(sub_path, p), LossKind.UNTRACKED)
         for p in state.ignored_files:
-            losses.add(posixpath.join(sub_path, p), "ignored")
+            losses.add(posixpath.join(sub_path, p), LossKind.IGNORED)
     return losses.radius(ctx)
 
 
@@ -280,7 +280,7 @@ def _sparse_checkout(ctx: Context, args: list[str]) -> BlastRadius:
         if any(k.startswith(top_dir + "/") for k in keepers):
             continue
         for p in ignored:
-            losses.add(p, "ignored")
+            losses.add(p, LossKind.IGNORED)
     return losses.radius(ctx)
 
 

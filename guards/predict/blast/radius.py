@@ -7,9 +7,24 @@ from guards.values import Value
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import Final
 
-#: What a Loss can name: work tree content, a staged blob, an untracked or ignored file.
-KINDS = frozenset({"worktree", "staged", "untracked", "ignored"})
+
+class LossKind:
+    """What a :class:`Loss` can name: the kinds of uncommitted content a command destroys.
+
+    Plain strings, not an Enum: ``enum`` costs every start-up of the guarded git."""
+
+    #: The file's content in the work tree.
+    WORKTREE: Final = "worktree"
+    #: The version staged in the index.
+    STAGED: Final = "staged"
+    #: An untracked file (not ignored).
+    UNTRACKED: Final = "untracked"
+    #: An ignored file.
+    IGNORED: Final = "ignored"
+
+    ALL: Final = frozenset({WORKTREE, STAGED, UNTRACKED, IGNORED})
 
 
 class Loss(Value):
@@ -19,6 +34,7 @@ class Loss(Value):
 
     def __init__(self, path: str, kinds: frozenset[str]) -> None:
         self.path = path
+        #: Some of :attr:`LossKind.ALL`.
         self.kinds = kinds
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from guards.git import operations
 from guards.git.history import commits_held_only_by
 from guards.git.objects import GITLINK
-from guards.predict.blast.radius import BlastRadius, Loss
+from guards.predict.blast.radius import BlastRadius, Loss, LossKind
 from guards.predict.blast.state import Target
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
@@ -97,10 +97,10 @@ class Losses:
             if e is None:
                 continue
             versions = {t.version(e) for t in incoming}
-            if "staged" in kinds and e.index in versions:
-                kinds.discard("staged")
-            if "worktree" in kinds and e.work in versions:
-                kinds.discard("worktree")
+            if LossKind.STAGED in kinds and e.index in versions:
+                kinds.discard(LossKind.STAGED)
+            if LossKind.WORKTREE in kinds and e.work in versions:
+                kinds.discard(LossKind.WORKTREE)
             if not kinds:
                 del self.kinds[path]
 
@@ -139,9 +139,9 @@ def r1(
             continue
         kinds = []
         if wt(e, e.head) and wt(e, x):
-            kinds.append("worktree")
+            kinds.append(LossKind.WORKTREE)
         if ix(e, e.head) and ix(e, x):
-            kinds.append("staged")
+            kinds.append(LossKind.STAGED)
         losses.add(e.path, *kinds)
     add_collisions(state, target, losses, untracked=True, ignored=True)
 
@@ -152,10 +152,10 @@ def add_collisions(
     slots = occupied_elsewhere(state, target)
     if untracked:
         for p in _colliding_files(state, state.untracked, slots):
-            losses.add(p, "untracked")
+            losses.add(p, LossKind.UNTRACKED)
     if ignored:
         for p in _colliding_files(state, state.ignored, slots):
-            losses.add(p, "ignored")
+            losses.add(p, LossKind.IGNORED)
 
 
 def _colliding_files(state: State, shown: list[str], slots: set[str]) -> list[str]:
@@ -169,14 +169,14 @@ def r3(state: State, losses: Losses) -> None:
     """The work tree becomes the index: ``WI ∩ WT(HEAD)``."""
     for e in tracked_entries(state):
         if wi(e) and wt(e, e.head) and not e.unmerged:
-            losses.add(e.path, "worktree")
+            losses.add(e.path, LossKind.WORKTREE)
 
 
 def r4(state: State, target: Target, losses: Losses) -> None:
     """The index becomes X, the work tree stays: ``IX(HEAD) ∩ IX(X) ∩ WI``."""
     for e in tracked_entries(state):
         if ix(e, e.head) and ix(e, target.version(e)) and wi(e):
-            losses.add(e.path, "staged")
+            losses.add(e.path, LossKind.STAGED)
 
 
 def r5(state: State, target: Target, losses: Losses) -> None:
@@ -186,17 +186,17 @@ def r5(state: State, target: Target, losses: Losses) -> None:
     for e in tracked_entries(state):
         if e.unmerged:
             if wt(e, e.head) and wt(e, target.version(e)):
-                losses.add(e.path, "worktree")
+                losses.add(e.path, LossKind.WORKTREE)
             continue
         if ix(e, e.head) and ix(e, target.version(e)):
-            losses.add(e.path, "staged", "worktree")
+            losses.add(e.path, LossKind.STAGED, LossKind.WORKTREE)
 
 
 def r6(state: State, target: Target, losses: Losses) -> None:
     """``restore --source=X`` (work tree only): ``WT(HEAD)&WT(X)&WI | C(O,X)``."""
     for e in tracked_entries(state):
         if wt(e, e.head) and wt(e, target.version(e)) and wi(e):
-            losses.add(e.path, "worktree")
+            losses.add(e.path, LossKind.WORKTREE)
     add_collisions(state, target, losses, untracked=True, ignored=True)
 
 
@@ -220,7 +220,7 @@ def r7(state: State, target: Target, losses: Losses, *, overwrite_ignore: bool =
         return  # git refuses: untracked files would be overwritten
     if overwrite_ignore:
         for p in _colliding_files(state, state.ignored, slots):
-            losses.add(p, "ignored")
+            losses.add(p, LossKind.IGNORED)
 
 
 def merge_mode(state: State, target: Target, losses: Losses) -> None:
@@ -234,7 +234,7 @@ def merge_mode(state: State, target: Target, losses: Losses) -> None:
         return
     for e in tracked_entries(state):
         if target.version(e) != e.head and wt(e, e.head):
-            losses.add(e.path, "worktree")
+            losses.add(e.path, LossKind.WORKTREE)
     add_collisions(state, target, losses, untracked=False, ignored=True)
 
 
@@ -243,10 +243,10 @@ def moved(state: State, losses: Losses, *, tracked: Callable[[Entry], bool]) -> 
         if tracked(e):
             kinds = []
             if wt(e, e.head) or (e.work is None and e.head is not None):
-                kinds.append("worktree")
+                kinds.append(LossKind.WORKTREE)
             if ix(e, e.head) or (e.index is None and e.head is not None):
-                kinds.append("staged")
-            losses.add(e.path, *(kinds or ["worktree"]))
+                kinds.append(LossKind.STAGED)
+            losses.add(e.path, *(kinds or [LossKind.WORKTREE]))
 
 
 # ---------------------------------------------------------------------------

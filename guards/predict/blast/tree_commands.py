@@ -11,7 +11,7 @@ from guards import git
 from guards.errors import UnknownStateError
 from guards.git.objects import empty_tree
 from guards.git.quoting import parse_clean_output
-from guards.predict.blast.radius import BlastRadius, everything
+from guards.predict.blast.radius import BlastRadius, LossKind, everything
 from guards.predict.blast.rules import (
     Losses,
     branch_reset_loss,
@@ -124,7 +124,7 @@ def _checkout(ctx: Context, args: list[str]) -> BlastRadius:
             if o.has("ours") or o.has("theirs") or o.has("merge") or o.has("force"):
                 for e in state.entries.values():
                     if e.unmerged and wt(e, e.head):
-                        losses.add(e.path, "worktree")
+                        losses.add(e.path, LossKind.WORKTREE)
             return losses.radius(ctx, state)
         x_oid = ctx.rev(name, "tree")
         if x_oid is None:
@@ -233,7 +233,7 @@ def _restore(ctx: Context, args: list[str]) -> BlastRadius:
         # --ours/--theirs/-m rewrite a conflicted file: the resolution in progress goes.
         for e in state.entries.values():
             if e.unmerged and wt(e, e.head):
-                losses.add(e.path, "worktree")
+                losses.add(e.path, LossKind.WORKTREE)
     if staged and worktree:
         r1(ctx, state, target, losses, only_in_x=o.has("overlay"))
     elif staged:
@@ -276,7 +276,7 @@ def _clean(ctx: Context, args: list[str]) -> BlastRadius:
         ignored = {os.fsdecode(p) for p in git.zsplit(res.stdout)}
     losses = Losses()
     for p in paths:
-        losses.add(p, "ignored" if o.has("X") or p in ignored else "untracked")
+        losses.add(p, LossKind.IGNORED if o.has("X") or p in ignored else LossKind.UNTRACKED)
     return losses.radius(ctx)
 
 
@@ -313,10 +313,10 @@ def _stash(ctx: Context, args: list[str]) -> BlastRadius:
         if o.has("include-untracked") or o.has("all"):
             # A nested repository is not stashed: git records no gitlink for it.
             for p in (u for u in state.untracked if not u.endswith("/")):
-                losses.add(p, "untracked")
+                losses.add(p, LossKind.UNTRACKED)
         if o.has("all"):
             for p in state.ignored_files:
-                losses.add(p, "ignored")
+                losses.add(p, LossKind.IGNORED)
         return losses.radius(ctx, moves=bool(losses.kinds))
     if action in ("drop", "pop", "branch"):
         o = parse_options("stash-ref", rest)
@@ -359,16 +359,16 @@ def _rm(ctx: Context, args: list[str]) -> BlastRadius:
         if at_risk and not force:
             return losses.radius(ctx)
         for e in at_risk:
-            losses.add(e.path, "staged")
+            losses.add(e.path, LossKind.STAGED)
         return losses.radius(ctx)
     if not force:
         return losses.radius(ctx)  # git refuses anything with local changes
     for e in tracked:
         kinds = []
         if wt(e, e.head):
-            kinds.append("worktree")
+            kinds.append(LossKind.WORKTREE)
         if ix(e, e.head):
-            kinds.append("staged")
+            kinds.append(LossKind.STAGED)
         losses.add(e.path, *kinds)
     return losses.radius(ctx)
 
@@ -400,11 +400,11 @@ def _mv(ctx: Context, args: list[str]) -> BlastRadius:
         if e.path in wanted:
             kinds = []
             if wt(e, e.head):
-                kinds.append("worktree")
+                kinds.append(LossKind.WORKTREE)
             if ix(e, e.head):
-                kinds.append("staged")
+                kinds.append(LossKind.STAGED)
             losses.add(e.path, *kinds)
-    for kind, shown in (("untracked", state.untracked), ("ignored", state.ignored)):
+    for kind, shown in ((LossKind.UNTRACKED, state.untracked), (LossKind.IGNORED, state.ignored)):
         for r in wanted:
             if any(r == p or (p.endswith("/") and r.startswith(p)) for p in shown):
                 losses.add(r, kind)
