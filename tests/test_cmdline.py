@@ -9,7 +9,8 @@ import pytest
 
 from guards.errors import UsageError
 from guards.predict import cmdline
-from guards.predict.cmdline import could_destroy, parse, parse_options
+from guards.predict.cmdline import could_destroy, parse
+from guards.predict.options import parse_options
 from tests.helpers import git, make_repo
 
 

@@ -23,7 +23,8 @@ from guards.predict.blast.rules import (
     wt,
 )
 from guards.predict.blast.state import Target, context, read_state
-from guards.predict.cmdline import autostash, parse_options
+from guards.predict.cmdline import autostash
+from guards.predict.options import parse_options
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:

@@ -23,7 +23,8 @@ TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from guards.predict.cmdline import GitCommand, Options
+    from guards.predict.cmdline import GitCommand
+    from guards.predict.options import Options
 
 Version = tuple[str, str]
 

@@ -32,14 +32,15 @@ from guards.predict.blast.rules import (
     wt,
 )
 from guards.predict.blast.state import Target, files_under, pathspec_args, read_state
-from guards.predict.cmdline import clean_force, parse_options, stash_action
+from guards.predict.cmdline import clean_force, stash_action
+from guards.predict.options import parse_options
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from guards.predict.blast.state import Context
-    from guards.predict.cmdline import Options
+    from guards.predict.options import Options
 
 
 def _split_target(
