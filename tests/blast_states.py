@@ -1,6 +1,6 @@
 """Throw-away repositories full of dirty state, and an oracle of what a command destroyed.
 
-``dirty_repo`` builds BLAST.md's list (unstaged, staged, staged-then-modified,
+``dirty_repo`` builds docs/blast-radius.md's list (unstaged, staged, staged-then-modified,
 staged-then-reverted, added, added-then-modified, intent-to-add, deleted, ``git rm``'d,
 exec-bit, symlink, names with spaces/newlines/quotes/unicode/leading dash, untracked
 files and directories, ignored files and directories, collisions with a target branch

@@ -16,6 +16,7 @@ import pytest
 from guards.errors import UnknownStateError
 from guards.git.quoting import parse_clean_output
 from guards.predict import blast, cmdline
+from guards.predict.blast import history_commands, tree_commands
 from tests.blast_states import (
     base_repo,
     cached_dirty_repo,
@@ -23,7 +24,7 @@ from tests.blast_states import (
     snapshot,
     write,
 )
-from tests.helpers import git, make_repo
+from tests.helpers import PROJECT_ROOT, git, make_repo
 
 FULL = "full"  # conflicts with `other` and untracked collisions
 CALM = "calm"  # no conflicting local changes, no untracked collisions (switches succeed)
@@ -63,7 +64,8 @@ def assert_exact(top: Path, argv: list[str], cwd: Path | None = None) -> blast.B
     return radius
 
 
-# (variant, argv): every form of BLAST.md's tables the dirty repository can exercise.
+# (variant, argv): every form of docs/blast-radius.md's tables the dirty repository can
+# exercise.
 CASES: list[tuple[str, list[str]]] = [
     # reset: R1 / R4 / R5
     (FULL, ["reset", "--hard"]),
@@ -641,3 +643,11 @@ def test_git_dir_and_work_tree_from_the_environment(tmp_path: Path, factory: Pat
     assert radius.worktree == str(top)
     assert as_dict(radius) == as_dict(predict(top, ["reset", "--hard"]))
     assert "staged_mod.txt" in radius.paths
+
+
+def test_the_rules_document_names_every_kind_of_loss_and_every_handled_command() -> None:
+    doc = (PROJECT_ROOT / "docs" / "blast-radius.md").read_text(encoding="utf-8")
+    for kind in blast.LossKind.ALL:
+        assert f"| `{kind}` |" in doc
+    for sub in [*tree_commands.HANDLERS, *history_commands.HANDLERS]:
+        assert f"`{sub}" in doc, sub

@@ -1,4 +1,4 @@
-"""What a git command would destroy, computed before it runs (shared/BLAST.md).
+"""What a git command would destroy, computed before it runs (docs/blast-radius.md).
 
 :func:`blast_radius` hands the command to the handler of its subcommand:
 
@@ -13,8 +13,8 @@
 
 Every predictor is computed from read-only git calls that never rewrite the index
 (``--no-optional-locks`` status, ``diff-tree``, ``ls-files``, ``hash-object`` of work
-tree files, ``clean -n``). Notation as in BLAST.md: H = HEAD, I = index (stage 0),
-W = work tree, X = the command's target; a version is ``(mode, oid)``.
+tree files, ``clean -n``). Notation as in docs/blast-radius.md: H = HEAD, I = index
+(stage 0), W = work tree, X = the command's target; a version is ``(mode, oid)``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
 """Commands that act on history, refs and other work trees: worktree remove, branch,
 rebase/pull/merge/cherry-pick/revert/am (autostash, --abort, --skip, fast-forwards),
-submodule, sparse-checkout (BLAST.md, "Command by command")."""
+submodule, sparse-checkout.
+
+See docs/blast-radius.md, "Command by command".
+"""
 
 from __future__ import annotations
 

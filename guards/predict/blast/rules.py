@@ -1,7 +1,7 @@
 """The rule algebra: WT, IX, WI, collisions C(S, X), and the predictors R1-R7 that turn
 a :class:`~guards.predict.blast.state.State` and a target into :class:`Losses`.
 
-Notation and rules as in BLAST.md.
+Notation and rules: docs/blast-radius.md ("Notation", "The predictors").
 """
 
 from __future__ import annotations

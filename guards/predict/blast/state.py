@@ -2,9 +2,9 @@
 state of its work tree (:class:`State`), and its target X (:class:`Target`).
 
 Everything is read with git calls that never rewrite the index (``--no-optional-locks``
-status, ``diff-tree``, ``hash-object`` of work tree files). Notation as in BLAST.md:
-H = HEAD, I = index (stage 0), W = work tree, X = the command's target; a version is
-``(mode, oid)``.
+status, ``diff-tree``, ``hash-object`` of work tree files). Notation as in
+docs/blast-radius.md: H = HEAD, I = index (stage 0), W = work tree, X = the command's
+target; a version is ``(mode, oid)``.
 """
 
 from __future__ import annotations

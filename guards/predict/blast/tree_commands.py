@@ -1,6 +1,9 @@
 """Commands that rewrite the index and the work tree: reset, checkout, switch, restore,
-clean, stash, rm, mv. Each handler reads the command's options and applies the rules
-of :mod:`guards.predict.blast.rules` (BLAST.md, "Command by command")."""
+clean, stash, rm, mv.
+
+Each handler reads the command's options and applies the rules of
+:mod:`guards.predict.blast.rules` (docs/blast-radius.md, "Command by command").
+"""
 
 from __future__ import annotations
 
