@@ -1,2 +1,3 @@
-"""What a command would destroy, computed before it runs: git's command line, the shell
-line, the blast radius."""
+"""What a command would destroy, computed before it runs: git's command line (cmdline,
+with git's option tables in options), the shell line (shell, lexed by shell_lexer), the
+blast radius (blast)."""
