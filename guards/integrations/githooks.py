@@ -1,7 +1,8 @@
 """The checks behind guards' git hooks: what a hook *can* guard.
 
 No hook runs before ``reset``, ``stash``, ``clean`` or ``checkout -- p`` destroy work
-(docs/blast-radius.md, "Why the prediction happens before git starts"); those belong to ``guards run`` and the shim.
+(docs/blast-radius.md, "Why the prediction happens before git starts"); those belong
+to ``guards run`` and the shim.
 The hooks guard the rest:
 
 - **foreign commit** (pre-commit, pre-merge-commit): a commit must not carry paths whose
