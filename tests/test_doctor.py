@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from guards import git as guards_git
+from guards.config import Config
 from guards.integrations.installation import SAFE_ALIASES
 from guards.integrations.native_hooks import MARKER
 from guards.report import doctor
@@ -206,7 +207,7 @@ def test_git_version_is_reported_and_an_old_git_is_a_problem(
     fake.write_text("#!/bin/sh\necho 'git version 2.20.1'\n")
     fake.chmod(0o755)
     monkeypatch.setattr(guards_git, "_real_git_cache", str(fake))
-    ctx = doctor.Context(repo=None, config=doctor.Config(None), now=time.time())
+    ctx = doctor.Context(repo=None, config=Config(None), now=time.time())
     (old,) = doctor.check_git_version(ctx)
     assert old.level == "problem" and "too old" in old.message
     monkeypatch.setattr(guards_git, "_real_git_cache", None)
@@ -306,7 +307,7 @@ def _shim(directory: Path) -> Path:
 def test_shim_first_on_path_and_its_real_git(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ctx = doctor.Context(repo=None, config=doctor.Config(None), now=time.time())
+    ctx = doctor.Context(repo=None, config=Config(None), now=time.time())
     (plain,) = doctor.check_shim(ctx)
     assert plain.level == "ok" and plain.data["shim"] is False
     shim = _shim(tmp_path / "shimdir")

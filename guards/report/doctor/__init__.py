@@ -1,0 +1,36 @@
+"""guards doctor: make a checkout's state loud, without touching any of it.
+
+Every check is one small function that reads (git with ``--no-optional-locks``, the
+ledger without its lock, files in the git dir) and returns :class:`Finding` objects: a
+level, an area, one line saying what is so and one line saying how to fix it. A check
+that cannot see what it needs reports that as a problem rather than as "fine".
+
+The checks live by area: :mod:`.setup` (git, hooks, aliases, shim, settings),
+:mod:`.ledger` (the ledger, its lock, the sessions), :mod:`.work` (dirty paths, stashes,
+rescue refs, operations) and :mod:`.worktrees` (worktrees and the branch graveyard);
+:mod:`.run` runs them.
+"""
+
+from __future__ import annotations
+
+from guards.report.doctor.findings import LEVELS, OK, PROBLEM, WARN, Check, Context, Finding, worst
+from guards.report.doctor.run import REPO_CHECKS, SETUP_CHECKS, diagnose, open_context, run_checks
+from guards.report.doctor.setup import check_git_version, check_shim
+
+__all__ = [
+    "LEVELS",
+    "OK",
+    "PROBLEM",
+    "REPO_CHECKS",
+    "SETUP_CHECKS",
+    "WARN",
+    "Check",
+    "Context",
+    "Finding",
+    "check_git_version",
+    "check_shim",
+    "diagnose",
+    "open_context",
+    "run_checks",
+    "worst",
+]

@@ -1,0 +1,133 @@
+"""What every doctor check shares: a finding and its level, the context, listing helpers."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from guards.config import KEYS, Config
+from guards.errors import GuardsError
+from guards.git.repo import Repo
+from guards.state.ledger import Ledger, LedgerData
+from guards.state.session import Session
+
+OK = "ok"
+WARN = "warn"
+PROBLEM = "problem"
+LEVELS = (OK, WARN, PROBLEM)
+#: How many names a one-line message lists before it says "and N more".
+LIST_MAX = 5
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: str
+    area: str
+    #: A stable id for the check that made it (JSON consumers key on this).
+    check: str
+    message: str
+    fix: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "level": self.level,
+            "area": self.area,
+            "check": self.check,
+            "message": self.message,
+            "fix": self.fix or None,
+            "data": self.data,
+        }
+
+
+@dataclass
+class SessionState:
+    session: Session
+    #: live, ended, dead (pid gone or reused) or stale (no heartbeat within the TTL)
+    state: str
+    reason: str
+
+
+@dataclass
+class Context:
+    """What the checks share: the repository, settings and the ledger, read once."""
+
+    repo: Repo | None
+    config: Config
+    now: float
+    ledger: Ledger | None = None
+    data: LedgerData | None = None
+    ledger_problem: str | None = None
+    sessions: dict[str, SessionState] = field(default_factory=dict)
+    _worktrees: list[dict[str, str]] | None = None
+
+    #: Settings that could not be read (their defaults are used meanwhile).
+    config_problems: list[str] = field(default_factory=list)
+
+    def setting(self, name: str) -> Any:
+        """A setting's value; its default (and a noted problem) when it cannot be read."""
+        try:
+            return self.config.get(name)
+        except GuardsError as e:
+            if str(e) not in self.config_problems:
+                self.config_problems.append(str(e))
+            return KEYS[name].default
+
+    @property
+    def stale_after(self) -> float:
+        return float(self.setting("doctor.stale_after"))
+
+    def git_worktrees(self) -> list[dict[str, str]]:
+        """``git worktree list --porcelain -z``, one dict per worktree (read once)."""
+        if self._worktrees is None:
+            assert self.repo is not None
+            res = self.repo.run(["worktree", "list", "--porcelain", "-z"])
+            self._worktrees = parse_worktree_list(res.stdout)
+        return self._worktrees
+
+
+Check = Callable[[Context], list[Finding]]
+
+
+def listing(items: list[str], limit: int = LIST_MAX) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def plural(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (plural or word + 's')}"
+
+
+def days(seconds: float) -> str:
+    if seconds % 86400 == 0:
+        return plural(int(seconds // 86400), "day")
+    if seconds >= 3600:
+        return f"{seconds / 3600:g} h"
+    return f"{seconds:g} s"
+
+
+def _severity(level: str) -> int:
+    return LEVELS.index(level)
+
+
+def parse_worktree_list(data: bytes) -> list[dict[str, str]]:
+    """Records of ``git worktree list --porcelain -z``: attribute -> value ("" if bare)."""
+    out: list[dict[str, str]] = []
+    current: dict[str, str] = {}
+    for field_ in data.split(b"\0"):
+        if not field_:
+            if current:
+                out.append(current)
+                current = {}
+            continue
+        name, _, value = field_.partition(b" ")
+        current[name.decode("ascii", "replace")] = os.fsdecode(value)
+    if current:
+        out.append(current)
+    return out
+
+
+def worst(findings: Iterable[Finding]) -> str:
+    return max((f.level for f in findings), key=_severity, default=OK)

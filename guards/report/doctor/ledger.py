@@ -1,0 +1,248 @@
+"""Ledger checks: the ledger, its lock, corrupt ledgers kept aside, the sessions."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from guards.output import age, show_path
+from guards.report.doctor.findings import (
+    OK,
+    PROBLEM,
+    WARN,
+    Context,
+    Finding,
+    SessionState,
+    listing,
+    plural,
+)
+from guards.state.ledger import SCHEMA, LedgerData
+from guards.state.session import Session, hostname, process_start_time
+
+#: How long the ledger lock may stay busy while doctor looks before it counts as stuck
+#: (writers hold it for milliseconds).
+LOCK_PATIENCE = 1.0
+
+
+def session_states(data: LedgerData, ttl: float, now: float) -> dict[str, SessionState]:
+    """Every recorded session with why it counts as live, ended, dead or stale."""
+    states: dict[str, SessionState] = {}
+    for sid, record in data.sessions.items():
+        try:
+            s = Session.from_json({**record, "id": sid})
+            states[sid] = _session_state(s, ttl, now)
+        except (TypeError, ValueError, AttributeError):
+            # A record guards cannot read proves nothing about liveness.
+            states[sid] = SessionState(Session(id=sid), "stale", "unreadable session record")
+    return states
+
+
+def _session_state(s: Session, ttl: float, now: float) -> SessionState:
+    if s.ended:
+        return SessionState(s, "ended", "ended")
+    if s.pid is not None and s.host == hostname():
+        started = process_start_time(s.pid)
+        if started is None:
+            return SessionState(s, "dead", f"pid {s.pid} gone")
+        if started != s.pid_start:
+            return SessionState(s, "dead", f"pid {s.pid} reused")
+        return SessionState(s, "live", f"pid {s.pid} running")
+    idle = now - float(s.last_seen or 0.0)
+    if idle <= ttl:
+        return SessionState(s, "live", "heartbeat")
+    return SessionState(
+        s, "stale", f"no heartbeat for {age(s.last_seen, now).removesuffix(' ago')}"
+    )
+
+
+def check_ledger(ctx: Context) -> list[Finding]:
+    if ctx.ledger is None:
+        return []
+    path = ctx.ledger.path
+    if ctx.ledger_problem is not None:
+        newer = "newer guards" in ctx.ledger_problem
+        fix = (
+            "upgrade guards (the ledger is left untouched)"
+            if newer
+            else "`guards status` keeps the corrupt ledger aside; sessions then record again"
+        )
+        return [
+            Finding(
+                PROBLEM,
+                "ledger",
+                "ledger",
+                f"{ctx.ledger_problem}: every owner is unknown",
+                fix,
+                {"path": os.fsdecode(path)},
+            )
+        ]
+    assert ctx.data is not None
+    if not path.exists():
+        return [
+            Finding(
+                OK,
+                "ledger",
+                "ledger",
+                "no ledger yet (nothing recorded)",
+                data={"path": os.fsdecode(path), "exists": False},
+            )
+        ]
+    d = ctx.data
+    attributed = sum(len(p) for p in d.paths.values())
+    return [
+        Finding(
+            OK,
+            "ledger",
+            "ledger",
+            f"ledger readable (schema {SCHEMA}): {plural(len(d.sessions), 'session')}, "
+            f"{plural(attributed, 'attributed path')}, {plural(len(d.rescues), 'rescue')}, "
+            f"{plural(len(d.worktrees), 'registered worktree')}",
+            data={"path": os.fsdecode(path), "exists": True, "schema": SCHEMA},
+        )
+    ]
+
+
+def lock_holders(lock_path: Path) -> list[int]:
+    """Pids holding a lock on ``lock_path``, from ``/proc/locks`` (Linux; else empty)."""
+    try:
+        inode = os.stat(lock_path).st_ino
+        with open("/proc/locks") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    pids = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) >= 6 and parts[5].rsplit(":", 1)[-1] == str(inode):
+            try:
+                pids.append(int(parts[4]))
+            except ValueError:
+                continue
+    return sorted(set(pids))
+
+
+def lock_is_free(lock_path: Path, patience: float = LOCK_PATIENCE) -> bool | None:
+    """Can the ledger lock be had within ``patience`` seconds? None: cannot tell.
+
+    A shared, non-blocking ``flock`` on a read-only descriptor, released at once: it
+    neither creates nor changes the lock file (filelock's own acquire would chmod it).
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on POSIX
+        return None
+    try:
+        fd = os.open(lock_path, os.O_RDONLY)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return None
+    try:
+        deadline = time.monotonic() + patience
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.05)
+                continue
+            except OSError:
+                return None
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return True
+    finally:
+        os.close(fd)
+
+
+def check_ledger_lock(ctx: Context) -> list[Finding]:
+    if ctx.ledger is None:
+        return []
+    lock_path = ctx.ledger.lock_path
+    free = lock_is_free(lock_path)
+    if free:
+        return [Finding(OK, "ledger", "lock", "the ledger lock is free")]
+    if free is None:
+        return [
+            Finding(
+                PROBLEM,
+                "ledger",
+                "lock",
+                f"cannot test the ledger lock {lock_path}",
+                f"check the permissions of {lock_path}",
+            )
+        ]
+    holders = lock_holders(lock_path)
+    by = f" by pid {', '.join(map(str, holders))}" if holders else ""
+    return [
+        Finding(
+            PROBLEM,
+            "ledger",
+            "lock",
+            f"the ledger lock {lock_path} has been held{by} for over {LOCK_PATIENCE:g}s "
+            f"(writers hold it for milliseconds): guarded commands will time out",
+            f"find and end the process holding it{by}",
+            {"path": os.fsdecode(lock_path), "holders": holders},
+        )
+    ]
+
+
+def check_kept_aside(ctx: Context) -> list[Finding]:
+    if ctx.ledger is None:
+        return []
+    aside = ctx.ledger.kept_aside()
+    if not aside:
+        return [Finding(OK, "ledger", "kept-aside", "no corrupt ledgers kept aside")]
+    names = [p.name for p in aside]
+    return [
+        Finding(
+            WARN,
+            "ledger",
+            "kept-aside",
+            f"{plural(len(aside), 'corrupt ledger')} kept aside: {listing(names)}",
+            f"look at them, then delete them (rm {show_path(os.fsdecode(aside[0]))})",
+            {"files": [os.fsdecode(p) for p in aside]},
+        )
+    ]
+
+
+def check_sessions(ctx: Context) -> list[Finding]:
+    if ctx.data is None:
+        return []
+    counts = {"live": 0, "ended": 0, "dead": 0, "stale": 0}
+    gone = []
+    for sid, st in sorted(ctx.sessions.items()):
+        counts[st.state] += 1
+        if st.state in {"dead", "stale"}:
+            gone.append((sid, st))
+    summary = ", ".join(f"{n} {state}" for state, n in counts.items() if n)
+    data: dict[str, Any] = {
+        "counts": counts,
+        "sessions": {
+            sid: {"state": st.state, "reason": st.reason} for sid, st in ctx.sessions.items()
+        },
+    }
+    findings = [
+        Finding(
+            OK,
+            "sessions",
+            "sessions",
+            f"{plural(len(ctx.sessions), 'session')}: {summary}" if summary else "no sessions",
+            data=data,
+        )
+    ]
+    if gone:
+        findings.append(
+            Finding(
+                WARN,
+                "sessions",
+                "sessions-gone",
+                f"{plural(len(gone), 'session')} stopped without ending: "
+                f"{listing([f'{sid} ({st.state}: {st.reason})' for sid, st in gone])}",
+                f"review their work (guards status), then guards session end {gone[0][0]}",
+                {"sessions": [sid for sid, _ in gone]},
+            )
+        )
+    return findings

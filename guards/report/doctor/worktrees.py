@@ -1,0 +1,166 @@
+"""Worktree and branch checks: worktrees registered or not, owners gone, the graveyard."""
+
+from __future__ import annotations
+
+import os
+
+from guards import git
+from guards.git.repo import Repo
+from guards.output import age, show_path
+from guards.report.doctor.findings import OK, WARN, Context, Finding, days, listing, plural
+
+
+def _real(path: str) -> str:
+    return os.path.realpath(path)
+
+
+def check_worktrees(ctx: Context) -> list[Finding]:
+    repo = ctx.repo
+    if repo is None:
+        return []
+    listed = ctx.git_worktrees()
+    registered = {
+        key: rec
+        for key, rec in (ctx.data.worktrees if ctx.data is not None else {}).items()
+        if isinstance(rec, dict)
+    }
+    by_real = {_real(str(rec.get("path") or key)): rec for key, rec in registered.items()}
+    main = _real(listed[0]["worktree"]) if listed else None
+    git_paths = {_real(w["worktree"]) for w in listed}
+    unregistered, dead_owner, prunable, locked = [], [], [], []
+    for w in listed:
+        path = _real(w["worktree"])
+        if "locked" in w:
+            locked.append(w["worktree"])
+        if "prunable" in w:
+            prunable.append((w["worktree"], w["prunable"]))
+        record = by_real.get(path)
+        if record is None:
+            if path != main:
+                unregistered.append(w["worktree"])
+            continue
+        owner = str(record.get("session") or "")
+        st = ctx.sessions.get(owner)
+        if st is None or st.state != "live":
+            dead_owner.append((w["worktree"], owner, st.state if st else "unknown session"))
+    missing = [
+        str(rec.get("path") or key)
+        for key, rec in registered.items()
+        if _real(str(rec.get("path") or key)) not in git_paths
+    ]
+    data = {
+        "worktrees": [w["worktree"] for w in listed],
+        "registered": len(registered),
+        "unregistered": unregistered,
+        "locked": locked,
+    }
+    findings = [
+        Finding(
+            OK,
+            "worktrees",
+            "worktrees",
+            f"the main worktree and {plural(len(listed) - 1, 'linked worktree')}: "
+            f"{len(listed) - 1 - len(unregistered)} registered, "
+            f"{len(unregistered)} unregistered, {len(locked)} locked",
+            data=data,
+        )
+    ]
+    if unregistered:
+        findings.append(
+            Finding(
+                OK,
+                "worktrees",
+                "worktrees-unregistered",
+                f"worktrees made outside guards (owner unknown): {listing(unregistered)}",
+                data={"worktrees": unregistered},
+            )
+        )
+    if dead_owner:
+        findings.append(
+            Finding(
+                WARN,
+                "worktrees",
+                "worktrees-owner-dead",
+                "worktrees whose owner is gone: "
+                + listing([f"{p} ({o or 'no owner'}, {s})" for p, o, s in dead_owner]),
+                "guards reap shows what reaping would rescue; guards reap --apply does it",
+                {"worktrees": [p for p, _, _ in dead_owner]},
+            )
+        )
+    if prunable:
+        findings.append(
+            Finding(
+                WARN,
+                "worktrees",
+                "worktrees-prunable",
+                "prunable worktrees: " + listing([f"{p} ({why})" for p, why in prunable]),
+                "check nothing there is still needed, then git worktree prune",
+                {"worktrees": [p for p, _ in prunable]},
+            )
+        )
+    if missing:
+        findings.append(
+            Finding(
+                WARN,
+                "worktrees",
+                "worktrees-missing",
+                f"registered worktrees git no longer knows: {listing(missing)}",
+                f"forget it: guards worktree remove {show_path(missing[0])}",
+                {"worktrees": missing},
+            )
+        )
+    return findings
+
+
+def default_branch(repo: Repo) -> str | None:
+    res = repo.run(["symbolic-ref", "-q", "refs/remotes/origin/HEAD"], check=False)
+    if res.returncode == 0 and res.stdout.strip():
+        return os.fsdecode(git.strip_newline(res.stdout))
+    for candidate in ("refs/heads/main", "refs/heads/master"):
+        if repo.run(["rev-parse", "-q", "--verify", candidate], check=False).returncode == 0:
+            return candidate
+    return None
+
+
+def check_graveyard(ctx: Context) -> list[Finding]:
+    repo = ctx.repo
+    if repo is None:
+        return []
+    filters = []
+    if repo.head() is not None:
+        filters.append("--no-merged=HEAD")
+    default = default_branch(repo)
+    if default is not None:
+        filters.append(f"--no-merged={default}")
+    if not filters:
+        return [Finding(OK, "branches", "graveyard", "no commits yet")]
+    fmt = "--format=%(refname)%00%(upstream)%00%(committerdate:unix)"
+    res = repo.run(["for-each-ref", fmt, *filters, "refs/heads/"])
+    namespace = str(ctx.setting("rescue.namespace")) + "/"
+    checked_out = {w.get("branch") for w in ctx.git_worktrees()}
+    graves = []
+    for line in res.stdout.split(b"\n"):
+        if not line:
+            continue
+        name_b, upstream, when_b = line.split(b"\0")
+        name, when = os.fsdecode(name_b), int(when_b or 0)
+        if upstream or name.startswith(namespace) or name in checked_out:
+            continue
+        if ctx.now - when > ctx.stale_after:
+            graves.append((name.removeprefix("refs/heads/"), when))
+    if not graves:
+        return [Finding(OK, "branches", "graveyard", "no abandoned branches")]
+    graves.sort(key=lambda g: g[1])
+    return [
+        Finding(
+            WARN,
+            "branches",
+            "graveyard",
+            f"{plural(len(graves), 'branch', 'branches')} with no upstream, not merged, "
+            f"untouched for over {days(ctx.stale_after)}: "
+            + listing([f"{b} ({age(t, ctx.now)})" for b, t in graves]),
+            f"push (git push -u REMOTE {graves[0][0]}), merge, or delete after review "
+            f"(git branch -D {graves[0][0]})",
+            {"branches": [b for b, _ in graves]},
+        )
+    ]
