@@ -340,6 +340,35 @@ def test_a_corrupt_ledger_is_a_problem_and_doctor_does_not_move_it(repo: Path) -
     assert f.level == "ok" and "1 session" in f.message
 
 
+#: Ledgers nested deeper than json can decode (a RecursionError, not a ValueError).
+DEEP_LEDGERS = {
+    "array": "[" * 100_000 + "]" * 100_000,
+    "object": '{"a":' * 100_000 + "1" + "}" * 100_000,
+    "inside-a-ledger": '{"schema": 1, "sessions": {}, "notes": '
+    + "[" * 100_000
+    + "]" * 100_000
+    + "}",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(DEEP_LEDGERS))
+def test_a_deeply_nested_ledger_is_a_finding_not_an_internal_error(repo: Path, shape: str) -> None:
+    """doctor read the ledger through a reader without the ledger module's guard and
+    died with exit 3 (RecursionError) where `guards status` keeps the file aside."""
+    directory = repo / ".git" / "guards"
+    directory.mkdir()
+    (directory / "ledger.json").write_text(DEEP_LEDGERS[shape])
+    res = run_guards("doctor", "--json", cwd=repo)
+    assert res.returncode == 1, res.stderr
+    assert res.stderr == ""
+    (f,) = [f for f in json.loads(res.stdout)["findings"] if f["check"] == "ledger"]
+    assert f["level"] == "problem" and "corrupt" in f["message"] and "guards status" in f["fix"]
+    assert sorted(p.name for p in directory.iterdir()) == ["ledger.json"]  # read-only
+    status = run_guards("status", cwd=repo)
+    assert status.returncode == 4 and "corrupt" in status.stderr
+    assert len(list(directory.glob("ledger.json.corrupt-*"))) == 1
+
+
 def test_a_newer_ledger_is_a_problem_with_upgrade_as_the_fix(repo: Path) -> None:
     directory = repo / ".git" / "guards"
     directory.mkdir()

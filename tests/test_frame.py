@@ -163,6 +163,21 @@ def test_a_corrupt_ledger_shows_owners_unknown_and_is_left_alone(repo: Path) -> 
     assert sorted(p.name for p in ledger.parent.iterdir()) == ["ledger.json"]
 
 
+def test_a_deeply_nested_ledger_shows_owners_unknown_like_a_corrupt_one(repo: Path) -> None:
+    """The frame's ledger reader lacked the ledger module's depth guard: the frame
+    printed a RecursionError and no paths at all."""
+    ledger = repo / ".git" / "guards" / "ledger.json"
+    ledger.parent.mkdir()
+    deep = "[" * 100_000 + "]" * 100_000
+    ledger.write_text(deep)
+    (repo / "README").write_text("edited\n")
+    res = run_guards("frame", cwd=repo)
+    assert res.returncode == 0
+    assert " M README   (owner unknown)" in res.stdout
+    assert len(res.stderr.splitlines()) == 1 and "corrupt" in res.stderr
+    assert ledger.read_text() == deep
+
+
 def test_a_git_failure_is_one_line_on_stderr_and_exit_zero(repo: Path) -> None:
     (repo / "README").write_text("edited\n")
     (repo / ".git" / "index").write_bytes(b"garbage")

@@ -7,7 +7,6 @@ files, and with them ``platformdirs``, are read only when there is something to 
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
@@ -15,7 +14,7 @@ from guards.git.dirty import DirtyPath, read_dirty
 from guards.git.repo import Repo
 from guards.output import age, iso, show_path
 from guards.state.attribution import UNKNOWN_OWNER, Owner, Ownership, classify
-from guards.state.ledger import LEDGER_FILE, SCHEMA, LedgerData
+from guards.state.ledger import Ledger
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
@@ -53,43 +52,6 @@ class Frame:
         self.ledger_problem = ledger_problem
 
 
-def read_ledger_quietly(path: str | os.PathLike[str]) -> tuple[LedgerData | None, str | None]:
-    """The ledger without side effects: no lock, no keeping a corrupt file aside.
-
-    :meth:`Ledger.read` moves a corrupt file aside under the lock; the frame must never
-    block and doctor must never modify, so both read through here instead. Returns the
-    data (empty when there is no ledger yet) or the reason it cannot be trusted.
-    """
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        return LedgerData(), None
-    except OSError as e:
-        return None, f"ledger {path} is unreadable ({e.strerror})"
-    try:
-        doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as e:
-        return None, f"ledger {path} is corrupt ({_first_line(e)})"
-    schema = doc.get("schema") if isinstance(doc, dict) else None
-    if isinstance(schema, int) and not isinstance(schema, bool) and schema > SCHEMA:
-        return None, (
-            f"ledger {path} was written by a newer guards (schema {schema}, "
-            f"this guards reads {SCHEMA})"
-        )
-    if schema != SCHEMA:
-        return None, f"ledger {path} is corrupt (schema is {schema!r}, expected {SCHEMA})"
-    try:
-        return LedgerData.from_json(doc), None
-    except ValueError as e:
-        return None, f"ledger {path} is corrupt ({_first_line(e)})"
-
-
-def _first_line(e: Exception) -> str:
-    text = str(e).splitlines()[0] if str(e) else type(e).__name__
-    return text[:80]
-
-
 def collect(repo: Repo, caller: str | None) -> Frame:
     """The dirty paths of the caller's work tree with their owners (one ``git status``)."""
     return attribute(repo, read_dirty(repo), caller)
@@ -99,7 +61,8 @@ def attribute(repo: Repo, dirty: list[DirtyPath], caller: str | None) -> Frame:
     """Owners for dirty paths already read (one ledger read, no lock)."""
     if not dirty:
         return Frame([], caller, None)
-    data, problem = read_ledger_quietly(os.path.join(repo.ledger_dir_text, LEDGER_FILE))
+    # Never the lock, never keeping a corrupt ledger aside: the frame only looks.
+    data, problem = Ledger(repo.ledger_dir_text).peek()
     records = data.paths.get(repo.worktree_key, {}) if data is not None else {}
     top = repo.worktree_key
     entries = []
@@ -111,7 +74,7 @@ def attribute(repo: Repo, dirty: list[DirtyPath], caller: str | None) -> Frame:
             else UNKNOWN_OWNER
         )
         entries.append(Entry(d, owner))
-    return Frame(entries, caller, problem)
+    return Frame(entries, caller, str(problem) if problem is not None else None)
 
 
 def owner_text(owner: Owner, caller: str | None, now: float) -> str:

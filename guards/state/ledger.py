@@ -36,6 +36,19 @@ CORRUPT_SUFFIX = ".corrupt-"
 class LedgerUnreadableError(UnknownStateError):
     """The ledger exists but cannot be trusted; ownership is unknown."""
 
+    def __init__(self, message: str, *, newer_schema: int | None = None) -> None:
+        super().__init__(message)
+        #: Set when a newer guards wrote the ledger: the fix is an upgrade, not a repair.
+        self.newer_schema = newer_schema
+
+
+class LedgerFormatError(ValueError):
+    """Bytes that are not a ledger this guards can trust; the message says why."""
+
+    def __init__(self, reason: str, *, newer_schema: int | None = None) -> None:
+        super().__init__(reason.splitlines()[0][:80] if reason else "unknown format")
+        self.newer_schema = newer_schema
+
 
 class LedgerLockTimeoutError(UnknownStateError):
     pass
@@ -91,6 +104,29 @@ class LedgerData(MutableValue):
         )
 
 
+def decode(raw: bytes) -> LedgerData:
+    """The one check every ledger reader makes: JSON (nested no deeper than ``json``
+    decodes), this guards' schema, each section of the right type.
+
+    Raises :class:`LedgerFormatError` saying why the bytes cannot be trusted.
+    """
+    try:
+        doc = json.loads(raw)
+    except ValueError as e:
+        raise LedgerFormatError(_short(e)) from e
+    except RecursionError as e:  # no ValueError: json's answer to very deep nesting
+        raise LedgerFormatError("nested deeper than JSON is decoded here") from e
+    schema = doc.get("schema") if isinstance(doc, dict) else None
+    if isinstance(schema, int) and not isinstance(schema, bool) and schema > SCHEMA:
+        raise LedgerFormatError(f"schema {schema}, this guards reads {SCHEMA}", newer_schema=schema)
+    if schema != SCHEMA:
+        raise LedgerFormatError(f"schema is {schema!r}, expected {SCHEMA}")
+    try:
+        return LedgerData.from_json(doc)
+    except ValueError as e:
+        raise LedgerFormatError(_short(e)) from e
+
+
 class Ledger:
     def __init__(self, directory: str | os.PathLike[str], lock_timeout: float = 10.0) -> None:
         # Kept as text: reading (status, the frame) never needs pathlib (start-up time).
@@ -121,6 +157,30 @@ class Ledger:
         """
         return self._read(locked=False)
 
+    def peek(self) -> tuple[LedgerData | None, LedgerUnreadableError | None]:
+        """The ledger without side effects: no lock, no keeping a corrupt file aside.
+
+        For readers that must never block or modify (the frame, doctor). Returns the
+        data (empty when there is no ledger yet) or why it cannot be trusted; the same
+        :func:`decode` as :meth:`read` decides that.
+        """
+        try:
+            with open(self._file, "rb") as f:
+                raw = f.read()
+        except FileNotFoundError:
+            return LedgerData(), None
+        except OSError as e:
+            return None, LedgerUnreadableError(f"ledger {self._file} is unreadable ({e.strerror})")
+        try:
+            return decode(raw), None
+        except LedgerFormatError as e:
+            if e.newer_schema is not None:
+                return None, LedgerUnreadableError(
+                    f"ledger {self._file} was written by a newer guards ({e})",
+                    newer_schema=e.newer_schema,
+                )
+            return None, LedgerUnreadableError(f"ledger {self._file} is corrupt ({e})")
+
     def _read(self, *, locked: bool) -> LedgerData:
         try:
             with open(self._file, "rb") as f:
@@ -135,22 +195,17 @@ class Ledger:
 
     def _parse(self, raw: bytes, locked: bool = False) -> LedgerData:
         try:
-            doc = json.loads(raw)
-            schema = doc.get("schema") if isinstance(doc, dict) else None
-            if isinstance(schema, int) and not isinstance(schema, bool) and schema > SCHEMA:
-                aside = self._keep_aside(raw, locked)
-                raise LedgerUnreadableError(
-                    f"ledger {self.path} was written by a newer guards (schema {schema}, "
-                    f"this guards reads {SCHEMA}); kept aside as {aside.name}, ownership is "
-                    f"unknown: upgrade guards"
-                )
-            if schema != SCHEMA:
-                raise ValueError(f"schema is {schema!r}, expected {SCHEMA}")
-            return LedgerData.from_json(doc)
-        except (ValueError, UnicodeDecodeError, RecursionError) as e:
+            return decode(raw)
+        except LedgerFormatError as e:
             aside = self._keep_aside(raw, locked)
+            if e.newer_schema is not None:
+                raise LedgerUnreadableError(
+                    f"ledger {self.path} was written by a newer guards ({e}); kept aside as "
+                    f"{aside.name}, ownership is unknown: upgrade guards",
+                    newer_schema=e.newer_schema,
+                ) from e
             raise LedgerUnreadableError(
-                f"ledger {self.path} was corrupt ({_short(e)}); kept aside as {aside.name}, "
+                f"ledger {self.path} was corrupt ({e}); kept aside as {aside.name}, "
                 f"ownership is unknown until sessions record again"
             ) from e
 

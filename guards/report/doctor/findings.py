@@ -10,7 +10,7 @@ from typing import Any
 from guards.config import KEYS, Config
 from guards.errors import GuardsError
 from guards.git.repo import Repo
-from guards.state.ledger import Ledger, LedgerData
+from guards.state.ledger import Ledger, LedgerData, LedgerUnreadableError
 from guards.state.session import Session
 
 OK = "ok"
@@ -59,7 +59,8 @@ class Context:
     now: float
     ledger: Ledger | None = None
     data: LedgerData | None = None
-    ledger_problem: str | None = None
+    #: Why the ledger cannot be trusted (then every owner is unknown).
+    ledger_problem: LedgerUnreadableError | None = None
     sessions: dict[str, SessionState] = field(default_factory=dict)
     _worktrees: list[dict[str, str]] | None = None
 

@@ -62,10 +62,9 @@ def check_ledger(ctx: Context) -> list[Finding]:
         return []
     path = ctx.ledger.path
     if ctx.ledger_problem is not None:
-        newer = "newer guards" in ctx.ledger_problem
         fix = (
             "upgrade guards (the ledger is left untouched)"
-            if newer
+            if ctx.ledger_problem.newer_schema is not None
             else "`guards status` keeps the corrupt ledger aside; sessions then record again"
         )
         return [

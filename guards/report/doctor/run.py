@@ -27,7 +27,6 @@ from guards.report.doctor.setup import (
 )
 from guards.report.doctor.work import check_dirty, check_operations, check_rescues, check_stashes
 from guards.report.doctor.worktrees import check_graveyard, check_worktrees
-from guards.report.frame import read_ledger_quietly
 from guards.state.ledger import Ledger
 
 SETUP_CHECKS: tuple[Check, ...] = (
@@ -115,7 +114,7 @@ def open_context(cwd: str | os.PathLike[str] | None = None) -> tuple[Context, li
             Finding(OK, "repository", "repository", f"repository {where}", data={"bare": False})
         )
     ctx.ledger = Ledger(repo.ledger_dir)
-    ctx.data, ctx.ledger_problem = read_ledger_quietly(ctx.ledger.path)
+    ctx.data, ctx.ledger_problem = ctx.ledger.peek()  # never moves a corrupt ledger aside
     if ctx.data is not None:
         ctx.sessions = session_states(ctx.data, float(ctx.setting("session.ttl")), now)
     return ctx, findings
