@@ -130,6 +130,35 @@ def test_foreign_commit_does_not_block_a_session_whose_process_is_gone(repo: Pat
     assert hook(repo, "foreign-commit", env={"GUARDS_SESSION": "agent-b"}).returncode == 0
 
 
+def test_foreign_commit_blocks_a_live_session_whose_record_lacks_its_id(repo: Path) -> None:
+    """The hook read session records on its own (``Session.from_json(doc)`` without the
+    ledger key) and counted a fresh session with no ``id`` field as not live, where
+    doctor, reap and the rule all call it live: its staged work went through."""
+    stage_agent_a_readme(repo)
+    ws = Workspace.open(repo)
+    with ws.ledger.transaction() as data:
+        del data.sessions["agent-a"]["id"]
+
+    res = hook(repo, "foreign-commit", env={"GUARDS_SESSION": "agent-b"})
+
+    assert res.returncode == 20 and "agent-a" in res.stderr
+    doctor = json.loads(run_guards("doctor", "--json", cwd=repo).stdout)
+    (sessions,) = [f for f in doctor["findings"] if f["check"] == "sessions"]
+    assert sessions["data"]["sessions"]["agent-a"]["state"] == "live"
+
+
+def test_foreign_commit_survives_a_session_record_with_a_null_heartbeat(repo: Path) -> None:
+    """A ``last_seen`` of null made the hook crash (exit 3, the commit refused) while
+    doctor called the same session stale: unreadable proves nothing alive."""
+    stage_agent_a_readme(repo)
+    set_session(repo, "agent-a", last_seen=None)
+
+    res = hook(repo, "foreign-commit", env={"GUARDS_SESSION": "agent-b"})
+
+    assert res.returncode == 0, res.stderr
+    assert "internal error" not in res.stderr
+
+
 def test_foreign_commit_does_not_block_unknown_owner_work(repo: Path) -> None:
     (repo / "README").write_text("nobody recorded this\n")
     (repo / "src/app.py").write_text("agent a, then changed by someone\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from guards.state.session import Liveness, Session, hostname, process_start_time
+from guards.state.session import Liveness, Session, hostname, judge, process_start_time
 from tests.helpers import run_guards
 
 
@@ -95,6 +96,65 @@ def test_reused_pid_with_another_start_time_is_dead() -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def _odd_records() -> dict[str, object]:
+    now = time.time()
+    me, pid = hostname(), os.getpid()
+    start = process_start_time(pid)
+    return {
+        "heartbeat-fresh": {"id": "s", "last_seen": now - 60},
+        "heartbeat-expired": {"id": "s", "last_seen": now - 7200},
+        "no-id-field": {"last_seen": now - 60},
+        "null-heartbeat": {"id": "s", "last_seen": None},
+        "text-heartbeat": {"id": "s", "last_seen": str(now)},
+        "text-pid": {"id": "s", "pid": str(pid), "pid_start": start, "host": me},
+        "live-pid": {"id": "s", "pid": pid, "pid_start": start, "host": me},
+        "reused-pid": {"id": "s", "pid": pid, "pid_start": "another start", "host": me},
+        "ended-with-live-pid": {"id": "s", "pid": pid, "pid_start": start, "host": me, "ended": 1},
+        "other-host-pid": {"id": "s", "pid": pid, "host": "elsewhere", "last_seen": now},
+        "not-an-object": "garbage",
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_odd_records()))
+def test_doctor_reap_and_the_commit_hook_take_liveness_from_the_one_rule(case: str) -> None:
+    """Four readers of a session record used to answer differently for odd ones: the
+    commit hook crashed on a null or text heartbeat or pid and ignored a record without
+    its ``id``; doctor read a text heartbeat as live; worktrees/reap said unknown."""
+    from guards.integrations.githooks import _live_sessions
+    from guards.protect.worktrees import owner_liveness
+    from guards.report.doctor.ledger import session_states
+    from guards.state.ledger import LedgerData
+
+    now, ttl = time.time(), 1800.0
+    data = LedgerData(sessions={"s": _odd_records()[case]})  # type: ignore[dict-item]
+    rule = judge("s", data.sessions["s"], ttl, now)
+    doctor = session_states(data, ttl, now)["s"]
+    assert doctor.verdict == rule
+    assert doctor.live == (rule.liveness is Liveness.LIVE)
+    if rule.liveness is not Liveness.UNKNOWN:
+        assert doctor.state in {rule.liveness.value, "stale"}
+    assert owner_liveness(data, "s", ttl, now)[0] == rule.liveness.value
+    assert ("s" in _live_sessions(data, ttl, now)) == (rule.liveness is Liveness.LIVE)
+
+
+def test_the_rule_on_odd_records() -> None:
+    now, ttl = time.time(), 1800.0
+    verdicts = {case: judge("s", rec, ttl, now).liveness for case, rec in _odd_records().items()}
+    assert verdicts == {
+        "heartbeat-fresh": Liveness.LIVE,
+        "heartbeat-expired": Liveness.DEAD,
+        "no-id-field": Liveness.LIVE,
+        "null-heartbeat": Liveness.UNKNOWN,
+        "text-heartbeat": Liveness.UNKNOWN,
+        "text-pid": Liveness.UNKNOWN,
+        "live-pid": Liveness.LIVE,
+        "reused-pid": Liveness.DEAD,
+        "ended-with-live-pid": Liveness.ENDED,
+        "other-host-pid": Liveness.LIVE,
+        "not-an-object": Liveness.UNKNOWN,
+    }
 
 
 def test_start_with_a_pid_that_does_not_exist_is_refused(repo: Path) -> None:

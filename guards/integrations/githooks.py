@@ -35,7 +35,7 @@ from guards.git.objects import empty_tree, is_zero_oid
 from guards.git.repo import Repo
 from guards.state.attribution import Attribution, Ownership, classify
 from guards.state.ledger import LedgerData, LedgerUnreadableError
-from guards.state.session import Liveness, Session
+from guards.state.session import Liveness, judge
 from guards.state.workspace import Workspace, release_stale
 
 ALLOW_FOREIGN_COMMIT = "GUARDS_ALLOW_FOREIGN_COMMIT"
@@ -114,15 +114,11 @@ class ForeignPath:
 
 
 def _live_sessions(data: LedgerData, ttl: float, now: float) -> set[str]:
-    live = set()
-    for session_id, doc in data.sessions.items():
-        try:
-            session = Session.from_json(doc)
-        except (TypeError, ValueError):
-            continue
-        if session.liveness(ttl, now) is Liveness.LIVE:
-            live.add(session_id)
-    return live
+    return {
+        session_id
+        for session_id, record in data.sessions.items()
+        if judge(session_id, record, ttl, now).liveness is Liveness.LIVE
+    }
 
 
 def foreign_staged_paths(

@@ -37,7 +37,7 @@ from guards.git.repo import Repo, discover
 from guards.git.worktrees import list_worktrees
 from guards.output import show_path
 from guards.state.ledger import LedgerData
-from guards.state.session import Liveness, Session
+from guards.state.session import Liveness, judge
 
 #: What guards writes as a lock reason; any other reason belongs to someone else.
 LOCK_PREFIX = "guards: session "
@@ -431,35 +431,29 @@ def registry(data: LedgerData | None) -> dict[str, tuple[str, dict[str, Any]]]:
 def owner_liveness(
     data: LedgerData | None, owner: str | None, ttl: float, now: float
 ) -> tuple[str, str, bool]:
-    """(liveness, why, pid_checked) of a worktree's owning session."""
+    """(liveness, why, pid_checked) of a worktree's owning session (the verdict of
+    :meth:`Session.verdict`, the one liveness rule)."""
+    unknown = Liveness.UNKNOWN.value
     if data is None:
-        return "unknown", "ledger unreadable", False
+        return unknown, "ledger unreadable", False
     if not owner:
-        return "unknown", "no owner recorded", False
+        return unknown, "no owner recorded", False
     rec = data.sessions.get(owner)
-    if not isinstance(rec, dict):
-        return "unknown", f"no record of session {owner}", False
-    try:
-        s = Session.from_json({**rec, "id": owner})
-        live = s.liveness(ttl, now)
-    except (TypeError, ValueError, AttributeError):
-        return "unknown", f"unreadable record of session {owner}", False
-    from guards.state.session import hostname
-
-    pid_checked = s.pid is not None and s.host == hostname()
-    if live is Liveness.ENDED:
-        return "ended", f"session {owner} ended", pid_checked
-    if pid_checked:
-        if live is Liveness.LIVE:
-            return "live", f"pid {s.pid} alive", True
-        from guards.state.session import process_start_time
-
-        gone = process_start_time(s.pid or 0) is None
-        return "dead", f"pid {s.pid} {'gone' if gone else 'reused'}", True
-    seen = now - float(s.last_seen or 0)
-    if live is Liveness.LIVE:
-        return "live", f"heartbeat {int(seen)} s ago", False
-    return "dead", f"no heartbeat for {int(seen)} s", False
+    if rec is None:
+        return unknown, f"no record of session {owner}", False
+    v = judge(owner, rec, ttl, now)
+    if v.liveness is Liveness.UNKNOWN:
+        return unknown, f"unreadable record of session {owner}", False
+    if v.liveness is Liveness.ENDED:
+        return v.liveness.value, f"session {owner} ended", v.pid_checked
+    if v.pid_checked:
+        if v.liveness is Liveness.LIVE:
+            return v.liveness.value, f"pid {v.pid} alive", True
+        return v.liveness.value, f"pid {v.pid} {'reused' if v.pid_running else 'gone'}", True
+    seen = int(v.idle or 0)
+    if v.liveness is Liveness.LIVE:
+        return v.liveness.value, f"heartbeat {seen} s ago", False
+    return v.liveness.value, f"no heartbeat for {seen} s", False
 
 
 def inspect(

@@ -12,7 +12,7 @@ import re
 import time
 
 from guards.errors import UsageError
-from guards.values import MutableValue
+from guards.values import MutableValue, Value
 
 SESSION_ENV = "GUARDS_SESSION"
 MAX_ID_LENGTH = 128
@@ -23,6 +23,34 @@ class Liveness(str, enum.Enum):
     LIVE = "live"
     DEAD = "dead"
     ENDED = "ended"
+    #: The record cannot be read (a field of the wrong type, not an object at all):
+    #: nothing proves the session alive.
+    UNKNOWN = "unknown"
+
+
+class Verdict(Value):
+    """Whether a session is alive, and what the answer rests on (for the explanations
+    doctor, ``guards worktree list`` and reap give; the answer is :attr:`liveness`)."""
+
+    __slots__ = ("idle", "liveness", "pid", "pid_checked", "pid_running")
+
+    def __init__(
+        self,
+        liveness: Liveness,
+        *,
+        pid_checked: bool = False,
+        pid: int | None = None,
+        pid_running: bool | None = None,
+        idle: float | None = None,
+    ) -> None:
+        self.liveness = liveness
+        #: Decided by the session's process on this host (else by its heartbeat).
+        self.pid_checked = pid_checked
+        self.pid = pid
+        #: Some process has the pid (when dead: the pid was reused; else it is gone).
+        self.pid_running = pid_running
+        #: Seconds since the last heartbeat, when the heartbeat decided.
+        self.idle = idle
 
 
 class Session(MutableValue):
@@ -73,14 +101,55 @@ class Session(MutableValue):
         return cls(**known)  # type: ignore[arg-type]
 
     def liveness(self, ttl: float, now: float | None = None) -> Liveness:
+        return self.verdict(ttl, now).liveness
+
+    def verdict(self, ttl: float, now: float | None = None) -> Verdict:
+        """The liveness rule, the one every part of guards asks.
+
+        Ended is ended. A pid on this host decides next: alive only while a process
+        with that pid runs and started when the recorded one did (else it is gone or
+        reused). Without one (or with another host's pid, which cannot be checked from
+        here) the heartbeat decides: alive while ``last_seen`` is at most ``ttl`` old.
+        A field the rule needs of the wrong type makes the answer UNKNOWN, never a crash.
+        """
         if self.ended:
-            return Liveness.ENDED
+            return Verdict(Liveness.ENDED)
         if self.pid is not None and self.host == hostname():
-            alive = process_start_time(self.pid)
-            return Liveness.LIVE if alive is not None and alive == self.pid_start else Liveness.DEAD
-        # No pid (or another host's pid, which cannot be checked from here): heartbeat.
+            if not _is_int(self.pid):
+                return Verdict(Liveness.UNKNOWN)
+            started = process_start_time(self.pid)
+            live = started is not None and started == self.pid_start
+            return Verdict(
+                Liveness.LIVE if live else Liveness.DEAD,
+                pid_checked=True,
+                pid=self.pid,
+                pid_running=started is not None,
+            )
+        if not _is_number(self.last_seen):
+            return Verdict(Liveness.UNKNOWN)
         now = time.time() if now is None else now
-        return Liveness.LIVE if now - self.last_seen <= ttl else Liveness.DEAD
+        idle = now - self.last_seen
+        return Verdict(Liveness.LIVE if idle <= ttl else Liveness.DEAD, idle=idle)
+
+
+def judge(session_id: str, record: object, ttl: float, now: float | None = None) -> Verdict:
+    """The liveness of a ledger session record (keyed by ``session_id``): UNKNOWN when
+    the record cannot be read."""
+    if not isinstance(record, dict):
+        return Verdict(Liveness.UNKNOWN)
+    try:
+        session = Session.from_json({**record, "id": session_id})
+    except (TypeError, ValueError):
+        return Verdict(Liveness.UNKNOWN)
+    return session.verdict(ttl, now)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def validate_id(session_id: str, what: str = "session id") -> str:

@@ -11,7 +11,7 @@ from guards.config import KEYS, Config
 from guards.errors import GuardsError
 from guards.git.repo import Repo
 from guards.state.ledger import Ledger, LedgerData, LedgerUnreadableError
-from guards.state.session import Session
+from guards.state.session import Liveness, Verdict
 
 OK = "ok"
 WARN = "warn"
@@ -42,12 +42,25 @@ class Finding:
         }
 
 
-@dataclass
+#: Doctor's name for a session that is gone by its heartbeat (no pid to check) or whose
+#: record is unreadable; live, ended and dead are :class:`Liveness` values.
+STALE = "stale"
+#: The states doctor counts sessions by, in its report's order.
+SESSION_STATES = (Liveness.LIVE.value, Liveness.ENDED.value, Liveness.DEAD.value, STALE)
+
+
+@dataclass(frozen=True)
 class SessionState:
-    session: Session
-    #: live, ended, dead (pid gone or reused) or stale (no heartbeat within the TTL)
+    """A session's verdict (:meth:`Session.verdict`, the one liveness rule) as doctor
+    reports it: a state of :data:`SESSION_STATES` and why."""
+
+    verdict: Verdict
     state: str
     reason: str
+
+    @property
+    def live(self) -> bool:
+        return self.verdict.liveness is Liveness.LIVE
 
 
 @dataclass

@@ -11,6 +11,8 @@ from guards.output import age, show_path
 from guards.report.doctor.findings import (
     OK,
     PROBLEM,
+    SESSION_STATES,
+    STALE,
     WARN,
     Context,
     Finding,
@@ -19,7 +21,7 @@ from guards.report.doctor.findings import (
     plural,
 )
 from guards.state.ledger import SCHEMA, LedgerData
-from guards.state.session import Session, hostname, process_start_time
+from guards.state.session import Liveness, Verdict, judge
 
 #: How long the ledger lock may stay busy while doctor looks before it counts as stuck
 #: (writers hold it for milliseconds).
@@ -28,33 +30,25 @@ LOCK_PATIENCE = 1.0
 
 def session_states(data: LedgerData, ttl: float, now: float) -> dict[str, SessionState]:
     """Every recorded session with why it counts as live, ended, dead or stale."""
-    states: dict[str, SessionState] = {}
-    for sid, record in data.sessions.items():
-        try:
-            s = Session.from_json({**record, "id": sid})
-            states[sid] = _session_state(s, ttl, now)
-        except (TypeError, ValueError, AttributeError):
-            # A record guards cannot read proves nothing about liveness.
-            states[sid] = SessionState(Session(id=sid), "stale", "unreadable session record")
-    return states
+    return {sid: describe(judge(sid, rec, ttl, now), now) for sid, rec in data.sessions.items()}
 
 
-def _session_state(s: Session, ttl: float, now: float) -> SessionState:
-    if s.ended:
-        return SessionState(s, "ended", "ended")
-    if s.pid is not None and s.host == hostname():
-        started = process_start_time(s.pid)
-        if started is None:
-            return SessionState(s, "dead", f"pid {s.pid} gone")
-        if started != s.pid_start:
-            return SessionState(s, "dead", f"pid {s.pid} reused")
-        return SessionState(s, "live", f"pid {s.pid} running")
-    idle = now - float(s.last_seen or 0.0)
-    if idle <= ttl:
-        return SessionState(s, "live", "heartbeat")
-    return SessionState(
-        s, "stale", f"no heartbeat for {age(s.last_seen, now).removesuffix(' ago')}"
-    )
+def describe(v: Verdict, now: float) -> SessionState:
+    """Doctor's words for a verdict; the verdict itself is the state layer's."""
+    if v.liveness is Liveness.UNKNOWN:
+        # A record guards cannot read proves nothing about liveness.
+        return SessionState(v, STALE, "unreadable session record")
+    if v.liveness is Liveness.ENDED:
+        return SessionState(v, v.liveness.value, "ended")
+    if v.pid_checked:
+        if v.liveness is Liveness.LIVE:
+            return SessionState(v, v.liveness.value, f"pid {v.pid} running")
+        why = "reused" if v.pid_running else "gone"
+        return SessionState(v, v.liveness.value, f"pid {v.pid} {why}")
+    if v.liveness is Liveness.LIVE:
+        return SessionState(v, v.liveness.value, "heartbeat")
+    idle = age(now - (v.idle or 0.0), now).removesuffix(" ago")
+    return SessionState(v, STALE, f"no heartbeat for {idle}")
 
 
 def check_ledger(ctx: Context) -> list[Finding]:
@@ -210,11 +204,11 @@ def check_kept_aside(ctx: Context) -> list[Finding]:
 def check_sessions(ctx: Context) -> list[Finding]:
     if ctx.data is None:
         return []
-    counts = {"live": 0, "ended": 0, "dead": 0, "stale": 0}
+    counts = dict.fromkeys(SESSION_STATES, 0)
     gone = []
     for sid, st in sorted(ctx.sessions.items()):
         counts[st.state] += 1
-        if st.state in {"dead", "stale"}:
+        if st.state in {Liveness.DEAD.value, STALE}:
             gone.append((sid, st))
     summary = ", ".join(f"{n} {state}" for state, n in counts.items() if n)
     data: dict[str, Any] = {

@@ -52,7 +52,7 @@ def check_dirty(ctx: Context) -> list[Finding]:
                 stale.append((d.path, since, who or "owner unknown"))
         if who is not None:
             st = ctx.sessions.get(who)
-            if st is None or st.state != "live":
+            if st is None or not st.live:
                 orphaned.setdefault(who, []).append(d.path)
     described = ", ".join(
         f"{'owner unknown' if k == 'unknown' else 'session ' + k} {n}"

@@ -41,7 +41,7 @@ def check_worktrees(ctx: Context) -> list[Finding]:
             continue
         owner = str(record.get("session") or "")
         st = ctx.sessions.get(owner)
-        if st is None or st.state != "live":
+        if st is None or not st.live:
             dead_owner.append((w["worktree"], owner, st.state if st else "unknown session"))
     missing = [
         str(rec.get("path") or key)
