@@ -1,5 +1,6 @@
 """Questions about commits and the refs that keep them: which commits nothing else
-holds (what a branch deletion, a forced reset or a force push would leave dangling)."""
+holds (what a branch deletion, a forced reset or a force push would leave dangling),
+and which branch work is merged into."""
 
 from __future__ import annotations
 
@@ -40,3 +41,16 @@ def commits_held_only_by(
         args.insert(1, f"--max-count={limit}")
     stdin = "".join(f"^{t}\n" for t in dict.fromkeys(tips)).encode("ascii")
     return run(args, stdin=stdin).stdout.decode("ascii").split()
+
+
+def default_branch(run: Runner) -> str | None:
+    """The full name of the branch work is merged into: ``origin/HEAD``'s target when
+    the clone knows it, else a local ``main`` or ``master``; None when there is none."""
+    res = run(["symbolic-ref", "-q", "refs/remotes/origin/HEAD"], check=False)
+    target = res.stdout.rstrip(b"\n")
+    if res.returncode == 0 and target.strip():
+        return os.fsdecode(target)
+    for candidate in ("refs/heads/main", "refs/heads/master"):
+        if run(["rev-parse", "-q", "--verify", candidate], check=False).returncode == 0:
+            return candidate
+    return None

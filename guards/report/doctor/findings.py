@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 from guards.config import KEYS, Config
 from guards.errors import GuardsError
 from guards.git.repo import Repo
+from guards.git.worktrees import GitWorktree, list_worktrees
 from guards.state.ledger import Ledger, LedgerData, LedgerUnreadableError
 from guards.state.session import Liveness, Verdict
 
@@ -75,7 +75,7 @@ class Context:
     #: Why the ledger cannot be trusted (then every owner is unknown).
     ledger_problem: LedgerUnreadableError | None = None
     sessions: dict[str, SessionState] = field(default_factory=dict)
-    _worktrees: list[dict[str, str]] | None = None
+    _worktrees: list[GitWorktree] | None = None
 
     #: Settings that could not be read (their defaults are used meanwhile).
     config_problems: list[str] = field(default_factory=list)
@@ -93,12 +93,11 @@ class Context:
     def stale_after(self) -> float:
         return float(self.setting("doctor.stale_after"))
 
-    def git_worktrees(self) -> list[dict[str, str]]:
-        """``git worktree list --porcelain -z``, one dict per worktree (read once)."""
+    def git_worktrees(self) -> list[GitWorktree]:
+        """Every worktree git knows (listed once); the first is the main worktree."""
         if self._worktrees is None:
             assert self.repo is not None
-            res = self.repo.run(["worktree", "list", "--porcelain", "-z"])
-            self._worktrees = parse_worktree_list(res.stdout)
+            self._worktrees = list_worktrees(self.repo)
         return self._worktrees
 
 
@@ -124,23 +123,6 @@ def days(seconds: float) -> str:
 
 def _severity(level: str) -> int:
     return LEVELS.index(level)
-
-
-def parse_worktree_list(data: bytes) -> list[dict[str, str]]:
-    """Records of ``git worktree list --porcelain -z``: attribute -> value ("" if bare)."""
-    out: list[dict[str, str]] = []
-    current: dict[str, str] = {}
-    for field_ in data.split(b"\0"):
-        if not field_:
-            if current:
-                out.append(current)
-                current = {}
-            continue
-        name, _, value = field_.partition(b" ")
-        current[name.decode("ascii", "replace")] = os.fsdecode(value)
-    if current:
-        out.append(current)
-    return out
 
 
 def worst(findings: Iterable[Finding]) -> str:

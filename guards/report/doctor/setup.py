@@ -150,7 +150,7 @@ def check_hooks(ctx: Context) -> list[Finding]:
 
 def check_hooks_path(ctx: Context) -> list[Finding]:
     args = ["config", "--show-scope", "--show-origin", "-z", "--get-all", "core.hooksPath"]
-    res = git.run(args, cwd=_cwd(ctx), check=False)
+    res = _git_config(ctx, args)
     if res.returncode == 1 and not res.stdout:
         return [Finding(OK, "setup", "hooks-path", "core.hooksPath is not set at any scope")]
     if res.returncode != 0:
@@ -188,7 +188,7 @@ def check_hooks_path(ctx: Context) -> list[Finding]:
 
 def check_aliases(ctx: Context) -> list[Finding]:
     args = ["config", "-z", "--get-regexp", r"^alias\.safe-"]
-    res = git.run(args, cwd=_cwd(ctx), check=False)
+    res = _git_config(ctx, args)
     if res.returncode not in (0, 1):
         raise git.GitError(args, res.returncode, res.stderr)
     found: dict[str, str] = {}
@@ -322,7 +322,9 @@ def check_config(ctx: Context) -> list[Finding]:
     ]
 
 
-def _cwd(ctx: Context) -> str | None:
-    if ctx.repo is None:
-        return None
-    return os.fsdecode(ctx.repo.toplevel or ctx.repo.git_dir)
+def _git_config(ctx: Context, args: list[str]) -> git.Result:
+    """``git config`` as the repository sees it (every scope), or outside any repository
+    (the user's and the system's)."""
+    if ctx.repo is not None:
+        return ctx.repo.run(args, check=False)
+    return git.run(args, check=False)

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import os
 
-from guards import git
-from guards.git.repo import Repo
+from guards.git.history import default_branch
 from guards.output import age, show_path
+from guards.protect.worktrees import real, registry
 from guards.report.doctor.findings import OK, WARN, Context, Finding, days, listing, plural
-
-
-def _real(path: str) -> str:
-    return os.path.realpath(path)
 
 
 def check_worktrees(ctx: Context) -> list[Finding]:
@@ -19,37 +15,30 @@ def check_worktrees(ctx: Context) -> list[Finding]:
     if repo is None:
         return []
     listed = ctx.git_worktrees()
-    registered = {
-        key: rec
-        for key, rec in (ctx.data.worktrees if ctx.data is not None else {}).items()
-        if isinstance(rec, dict)
-    }
-    by_real = {_real(str(rec.get("path") or key)): rec for key, rec in registered.items()}
-    main = _real(listed[0]["worktree"]) if listed else None
-    git_paths = {_real(w["worktree"]) for w in listed}
+    registered = registry(ctx.data)
+    git_paths = {real(w.path) for w in listed}
     unregistered, dead_owner, prunable, locked = [], [], [], []
     for w in listed:
-        path = _real(w["worktree"])
-        if "locked" in w:
-            locked.append(w["worktree"])
-        if "prunable" in w:
-            prunable.append((w["worktree"], w["prunable"]))
-        record = by_real.get(path)
-        if record is None:
-            if path != main:
-                unregistered.append(w["worktree"])
+        if w.locked is not None:
+            locked.append(w.path)
+        if w.prunable is not None:
+            prunable.append((w.path, w.prunable))
+        key_record = registered.get(real(w.path))
+        if key_record is None:
+            if not w.is_main:
+                unregistered.append(w.path)
             continue
-        owner = str(record.get("session") or "")
+        owner = str(key_record[1].get("session") or "")
         st = ctx.sessions.get(owner)
         if st is None or not st.live:
-            dead_owner.append((w["worktree"], owner, st.state if st else "unknown session"))
+            dead_owner.append((w.path, owner, st.state if st else "unknown session"))
     missing = [
         str(rec.get("path") or key)
-        for key, rec in registered.items()
-        if _real(str(rec.get("path") or key)) not in git_paths
+        for path, (key, rec) in registered.items()
+        if path not in git_paths
     ]
     data = {
-        "worktrees": [w["worktree"] for w in listed],
+        "worktrees": [w.path for w in listed],
         "registered": len(registered),
         "unregistered": unregistered,
         "locked": locked,
@@ -112,16 +101,6 @@ def check_worktrees(ctx: Context) -> list[Finding]:
     return findings
 
 
-def default_branch(repo: Repo) -> str | None:
-    res = repo.run(["symbolic-ref", "-q", "refs/remotes/origin/HEAD"], check=False)
-    if res.returncode == 0 and res.stdout.strip():
-        return os.fsdecode(git.strip_newline(res.stdout))
-    for candidate in ("refs/heads/main", "refs/heads/master"):
-        if repo.run(["rev-parse", "-q", "--verify", candidate], check=False).returncode == 0:
-            return candidate
-    return None
-
-
 def check_graveyard(ctx: Context) -> list[Finding]:
     repo = ctx.repo
     if repo is None:
@@ -129,7 +108,7 @@ def check_graveyard(ctx: Context) -> list[Finding]:
     filters = []
     if repo.head() is not None:
         filters.append("--no-merged=HEAD")
-    default = default_branch(repo)
+    default = default_branch(repo.run)
     if default is not None:
         filters.append(f"--no-merged={default}")
     if not filters:
@@ -137,7 +116,7 @@ def check_graveyard(ctx: Context) -> list[Finding]:
     fmt = "--format=%(refname)%00%(upstream)%00%(committerdate:unix)"
     res = repo.run(["for-each-ref", fmt, *filters, "refs/heads/"])
     namespace = str(ctx.setting("rescue.namespace")) + "/"
-    checked_out = {w.get("branch") for w in ctx.git_worktrees()}
+    checked_out = {w.branch for w in ctx.git_worktrees()}
     graves = []
     for line in res.stdout.split(b"\n"):
         if not line:
