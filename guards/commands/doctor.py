@@ -28,8 +28,8 @@ def run(args: argparse.Namespace) -> int:
     from guards.report import doctor
 
     ctx, findings = doctor.diagnose()
-    problems = sum(f.level == doctor.PROBLEM for f in findings)
-    warnings = sum(f.level == doctor.WARN for f in findings)
+    problems = sum(f.level == doctor.Level.PROBLEM for f in findings)
+    warnings = sum(f.level == doctor.Level.WARN for f in findings)
     if args.json:
         repo = ctx.repo
         output.dump_json(
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
                 "bare": repo.is_bare if repo else None,
                 "healthy": problems == 0,
                 "counts": {
-                    level: sum(f.level == level for f in findings) for level in doctor.LEVELS
+                    level: sum(f.level == level for f in findings) for level in doctor.Level.ALL
                 },
                 "findings": [f.to_json() for f in findings],
             }
@@ -51,8 +51,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _render(findings: list[Finding], problems: int, warnings: int) -> str:
     from guards import output
+    from guards.report.doctor import Level
 
-    colors = {"ok": "32", "warn": "33", "problem": "31"}
+    colors = {Level.OK: "32", Level.WARN: "33", Level.PROBLEM: "31"}
     lines = []
     area = None
     for f in findings:
@@ -60,7 +61,7 @@ def _render(findings: list[Finding], problems: int, warnings: int) -> str:
             area = f.area
             lines.append(area)
         lines.append(f"  {output.paint(f.level.ljust(7), colors[f.level])}  {f.message}")
-        if f.fix and f.level != "ok":
+        if f.fix and f.level != Level.OK:
             lines.append(f"  {'':7}  fix: {f.fix}")
     lines.append(
         f"{problems} problem{'s' if problems != 1 else ''}, "

@@ -13,20 +13,17 @@ rescue refs, operations) and :mod:`.worktrees` (worktrees and the branch graveya
 
 from __future__ import annotations
 
-from guards.report.doctor.findings import LEVELS, OK, PROBLEM, WARN, Check, Context, Finding, worst
+from guards.report.doctor.findings import Check, Context, Finding, Level, worst
 from guards.report.doctor.run import REPO_CHECKS, SETUP_CHECKS, diagnose, open_context, run_checks
 from guards.report.doctor.setup import check_git_version, check_shim
 
 __all__ = [
-    "LEVELS",
-    "OK",
-    "PROBLEM",
     "REPO_CHECKS",
     "SETUP_CHECKS",
-    "WARN",
     "Check",
     "Context",
     "Finding",
+    "Level",
     "check_git_version",
     "check_shim",
     "diagnose",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from guards.config import KEYS, Config
 from guards.errors import GuardsError
@@ -13,10 +13,19 @@ from guards.git.worktrees import GitWorktree, list_worktrees
 from guards.state.ledger import Ledger, LedgerData, LedgerUnreadableError
 from guards.state.session import Liveness, Verdict
 
-OK = "ok"
-WARN = "warn"
-PROBLEM = "problem"
-LEVELS = (OK, WARN, PROBLEM)
+
+class Level:
+    """How much a finding matters, the least first; the strings are the JSON's.
+
+    Plain strings, not an Enum (as :class:`guards.errors.ExitCode`)."""
+
+    OK: Final = "ok"
+    WARN: Final = "warn"
+    PROBLEM: Final = "problem"
+
+    ALL: Final = (OK, WARN, PROBLEM)
+
+
 #: How many names a one-line message lists before it says "and N more".
 LIST_MAX = 5
 
@@ -121,9 +130,6 @@ def days(seconds: float) -> str:
     return f"{seconds:g} s"
 
 
-def _severity(level: str) -> int:
-    return LEVELS.index(level)
-
-
 def worst(findings: Iterable[Finding]) -> str:
-    return max((f.level for f in findings), key=_severity, default=OK)
+    """The gravest level among ``findings`` (ok when there are none)."""
+    return max((f.level for f in findings), key=Level.ALL.index, default=Level.OK)

@@ -9,13 +9,11 @@ from typing import Any
 
 from guards.output import age, show_path
 from guards.report.doctor.findings import (
-    OK,
-    PROBLEM,
     SESSION_STATES,
     STALE,
-    WARN,
     Context,
     Finding,
+    Level,
     SessionState,
     listing,
     plural,
@@ -63,7 +61,7 @@ def check_ledger(ctx: Context) -> list[Finding]:
         )
         return [
             Finding(
-                PROBLEM,
+                Level.PROBLEM,
                 "ledger",
                 "ledger",
                 f"{ctx.ledger_problem}: every owner is unknown",
@@ -75,7 +73,7 @@ def check_ledger(ctx: Context) -> list[Finding]:
     if not path.exists():
         return [
             Finding(
-                OK,
+                Level.OK,
                 "ledger",
                 "ledger",
                 "no ledger yet (nothing recorded)",
@@ -86,7 +84,7 @@ def check_ledger(ctx: Context) -> list[Finding]:
     attributed = sum(len(p) for p in d.paths.values())
     return [
         Finding(
-            OK,
+            Level.OK,
             "ledger",
             "ledger",
             f"ledger readable (schema {SCHEMA}): {plural(len(d.sessions), 'session')}, "
@@ -156,11 +154,11 @@ def check_ledger_lock(ctx: Context) -> list[Finding]:
     lock_path = ctx.ledger.lock_path
     free = lock_is_free(lock_path)
     if free:
-        return [Finding(OK, "ledger", "lock", "the ledger lock is free")]
+        return [Finding(Level.OK, "ledger", "lock", "the ledger lock is free")]
     if free is None:
         return [
             Finding(
-                PROBLEM,
+                Level.PROBLEM,
                 "ledger",
                 "lock",
                 f"cannot test the ledger lock {lock_path}",
@@ -171,7 +169,7 @@ def check_ledger_lock(ctx: Context) -> list[Finding]:
     by = f" by pid {', '.join(map(str, holders))}" if holders else ""
     return [
         Finding(
-            PROBLEM,
+            Level.PROBLEM,
             "ledger",
             "lock",
             f"the ledger lock {lock_path} has been held{by} for over {LOCK_PATIENCE:g}s "
@@ -187,11 +185,11 @@ def check_kept_aside(ctx: Context) -> list[Finding]:
         return []
     aside = ctx.ledger.kept_aside()
     if not aside:
-        return [Finding(OK, "ledger", "kept-aside", "no corrupt ledgers kept aside")]
+        return [Finding(Level.OK, "ledger", "kept-aside", "no corrupt ledgers kept aside")]
     names = [p.name for p in aside]
     return [
         Finding(
-            WARN,
+            Level.WARN,
             "ledger",
             "kept-aside",
             f"{plural(len(aside), 'corrupt ledger')} kept aside: {listing(names)}",
@@ -219,7 +217,7 @@ def check_sessions(ctx: Context) -> list[Finding]:
     }
     findings = [
         Finding(
-            OK,
+            Level.OK,
             "sessions",
             "sessions",
             f"{plural(len(ctx.sessions), 'session')}: {summary}" if summary else "no sessions",
@@ -229,7 +227,7 @@ def check_sessions(ctx: Context) -> list[Finding]:
     if gone:
         findings.append(
             Finding(
-                WARN,
+                Level.WARN,
                 "sessions",
                 "sessions-gone",
                 f"{plural(len(gone), 'session')} stopped without ending: "

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from guards.config import Config
 from guards.errors import GuardsError
 from guards.git.repo import NotARepositoryError, Repo, discover
-from guards.report.doctor.findings import OK, PROBLEM, Check, Context, Finding
+from guards.report.doctor.findings import Check, Context, Finding, Level
 from guards.report.doctor.ledger import (
     check_kept_aside,
     check_ledger,
@@ -77,7 +77,7 @@ def open_context(cwd: str | os.PathLike[str] | None = None) -> tuple[Context, li
         repo = None
         findings.append(
             Finding(
-                OK,
+                Level.OK,
                 "repository",
                 "repository",
                 "not inside a git repository: only the setup checks ran",
@@ -87,7 +87,7 @@ def open_context(cwd: str | os.PathLike[str] | None = None) -> tuple[Context, li
         repo = None
         findings.append(
             Finding(
-                PROBLEM,
+                Level.PROBLEM,
                 "repository",
                 "repository",
                 f"cannot look at the repository: {e}",
@@ -101,7 +101,7 @@ def open_context(cwd: str | os.PathLike[str] | None = None) -> tuple[Context, li
     if repo.is_bare:
         findings.append(
             Finding(
-                OK,
+                Level.OK,
                 "repository",
                 "repository",
                 f"bare repository {repo.git_dir}: no work tree, so no dirty "
@@ -111,7 +111,9 @@ def open_context(cwd: str | os.PathLike[str] | None = None) -> tuple[Context, li
         )
     else:
         findings.append(
-            Finding(OK, "repository", "repository", f"repository {where}", data={"bare": False})
+            Finding(
+                Level.OK, "repository", "repository", f"repository {where}", data={"bare": False}
+            )
         )
     ctx.ledger = Ledger(repo.ledger_dir)
     ctx.data, ctx.ledger_problem = ctx.ledger.peek()  # never moves a corrupt ledger aside
@@ -129,7 +131,7 @@ def run_checks(ctx: Context, checks: Iterable[Check]) -> list[Finding]:
             name = check.__name__.removeprefix("check_").replace("_", "-")
             findings.append(
                 Finding(
-                    PROBLEM,
+                    Level.PROBLEM,
                     _area_of(check),
                     name,
                     f"could not check {name}: {str(e).splitlines()[0]}",

@@ -9,7 +9,7 @@ from guards import git
 from guards.git import operations
 from guards.git.dirty import read_dirty
 from guards.output import age, show_path
-from guards.report.doctor.findings import OK, PROBLEM, WARN, Context, Finding, days, listing, plural
+from guards.report.doctor.findings import Context, Finding, Level, days, listing, plural
 from guards.state.attribution import classify
 
 
@@ -24,7 +24,7 @@ def check_dirty(ctx: Context) -> list[Finding]:
         return []
     dirty = read_dirty(repo)
     if not dirty:
-        return [Finding(OK, "paths", "dirty", "the work tree is clean")]
+        return [Finding(Level.OK, "paths", "dirty", "the work tree is clean")]
     records = ctx.data.paths.get(repo.worktree_key, {}) if ctx.data is not None else {}
     by_owner: dict[str, int] = {}
     stale: list[tuple[str, float, str]] = []
@@ -60,7 +60,7 @@ def check_dirty(ctx: Context) -> list[Finding]:
     )
     findings = [
         Finding(
-            OK,
+            Level.OK,
             "paths",
             "dirty",
             f"{plural(len(dirty), 'dirty path')} (oldest changed {age(oldest, ctx.now)}): "
@@ -72,7 +72,7 @@ def check_dirty(ctx: Context) -> list[Finding]:
         stale.sort(key=lambda s: s[1])
         findings.append(
             Finding(
-                WARN,
+                Level.WARN,
                 "paths",
                 "dirty-stale",
                 f"{plural(len(stale), 'path')} dirty for over {days(stale_after)}: "
@@ -94,7 +94,7 @@ def check_dirty(ctx: Context) -> list[Finding]:
         ]
         findings.append(
             Finding(
-                WARN,
+                Level.WARN,
                 "paths",
                 "dirty-orphaned",
                 f"dirty paths of sessions that are gone: {listing(parts)}",
@@ -112,7 +112,7 @@ def check_stashes(ctx: Context) -> list[Finding]:
         return []
     exists = repo.run(["for-each-ref", "--format=%(objectname)", "refs/stash"])
     if not exists.stdout.strip():
-        return [Finding(OK, "stashes", "stashes", "no stashes")]
+        return [Finding(Level.OK, "stashes", "stashes", "no stashes")]
     fmt = "--format=%H%x00%ct%x00%an%x00%gs"
     res = repo.run(["log", "-g", "-z", fmt, "refs/stash", "--"])
     fields = git.zsplit(res.stdout)
@@ -138,7 +138,7 @@ def check_stashes(ctx: Context) -> list[Finding]:
     old = [s for s in stashes if ctx.now - s["time"] > ctx.stale_after]
     findings = [
         Finding(
-            OK,
+            Level.OK,
             "stashes",
             "stashes",
             f"{plural(len(stashes), 'stash', 'stashes')} (shared by every "
@@ -153,7 +153,7 @@ def check_stashes(ctx: Context) -> list[Finding]:
 
         findings.append(
             Finding(
-                WARN,
+                Level.WARN,
                 "stashes",
                 "stashes-old",
                 f"{plural(len(old), 'stash', 'stashes')} older than "
@@ -185,11 +185,11 @@ def check_rescues(ctx: Context) -> list[Finding]:
             name, _, when = line.partition(b"\0")
             refs.append((os.fsdecode(name), int(when or 0)))
     if not refs:
-        return [Finding(OK, "rescues", "rescues", f"no rescue refs under {namespace}")]
+        return [Finding(Level.OK, "rescues", "rescues", f"no rescue refs under {namespace}")]
     oldest = min(refs, key=lambda r: r[1])
     findings = [
         Finding(
-            OK,
+            Level.OK,
             "rescues",
             "rescues",
             f"{plural(len(refs), 'rescue ref')} under {namespace}, oldest "
@@ -201,7 +201,7 @@ def check_rescues(ctx: Context) -> list[Finding]:
     if old:
         findings.append(
             Finding(
-                WARN,
+                Level.WARN,
                 "rescues",
                 "rescues-old",
                 f"{plural(len(old), 'rescue ref')} older than {days(ctx.stale_after)}: "
@@ -218,7 +218,7 @@ def check_rescues(ctx: Context) -> list[Finding]:
         if unpushed:
             findings.append(
                 Finding(
-                    WARN,
+                    Level.WARN,
                     "rescues",
                     "rescues-unpushed",
                     f"{plural(len(unpushed), 'rescue ref')} not pushed to {remote}: "
@@ -235,7 +235,10 @@ def check_rescues(ctx: Context) -> list[Finding]:
         else:
             findings.append(
                 Finding(
-                    OK, "rescues", "rescues-unpushed", f"every rescue ref is pushed to {remote}"
+                    Level.OK,
+                    "rescues",
+                    "rescues-unpushed",
+                    f"every rescue ref is pushed to {remote}",
                 )
             )
     return findings
@@ -247,7 +250,7 @@ def check_operations(ctx: Context) -> list[Finding]:
         return []
     findings = [
         Finding(
-            WARN,
+            Level.WARN,
             "operations",
             "operation",
             f"a {op} is in progress",
@@ -266,7 +269,7 @@ def check_operations(ctx: Context) -> list[Finding]:
             oid = f"unreadable: {e.strerror}"
         findings.append(
             Finding(
-                PROBLEM,
+                Level.PROBLEM,
                 "operations",
                 "autostash",
                 f"local changes are parked in {path} ({oid}), held by no ref",
@@ -276,5 +279,5 @@ def check_operations(ctx: Context) -> list[Finding]:
             )
         )
     if not findings:
-        findings.append(Finding(OK, "operations", "operation", "no operation in progress"))
+        findings.append(Finding(Level.OK, "operations", "operation", "no operation in progress"))
     return findings

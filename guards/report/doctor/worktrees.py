@@ -7,7 +7,7 @@ import os
 from guards.git.history import default_branch
 from guards.output import age, show_path
 from guards.protect.worktrees import real, registry
-from guards.report.doctor.findings import OK, WARN, Context, Finding, days, listing, plural
+from guards.report.doctor.findings import Context, Finding, Level, days, listing, plural
 
 
 def check_worktrees(ctx: Context) -> list[Finding]:
@@ -45,7 +45,7 @@ def check_worktrees(ctx: Context) -> list[Finding]:
     }
     findings = [
         Finding(
-            OK,
+            Level.OK,
             "worktrees",
             "worktrees",
             f"the main worktree and {plural(len(listed) - 1, 'linked worktree')}: "
@@ -57,7 +57,7 @@ def check_worktrees(ctx: Context) -> list[Finding]:
     if unregistered:
         findings.append(
             Finding(
-                OK,
+                Level.OK,
                 "worktrees",
                 "worktrees-unregistered",
                 f"worktrees made outside guards (owner unknown): {listing(unregistered)}",
@@ -67,7 +67,7 @@ def check_worktrees(ctx: Context) -> list[Finding]:
     if dead_owner:
         findings.append(
             Finding(
-                WARN,
+                Level.WARN,
                 "worktrees",
                 "worktrees-owner-dead",
                 "worktrees whose owner is gone: "
@@ -79,7 +79,7 @@ def check_worktrees(ctx: Context) -> list[Finding]:
     if prunable:
         findings.append(
             Finding(
-                WARN,
+                Level.WARN,
                 "worktrees",
                 "worktrees-prunable",
                 "prunable worktrees: " + listing([f"{p} ({why})" for p, why in prunable]),
@@ -90,7 +90,7 @@ def check_worktrees(ctx: Context) -> list[Finding]:
     if missing:
         findings.append(
             Finding(
-                WARN,
+                Level.WARN,
                 "worktrees",
                 "worktrees-missing",
                 f"registered worktrees git no longer knows: {listing(missing)}",
@@ -112,7 +112,7 @@ def check_graveyard(ctx: Context) -> list[Finding]:
     if default is not None:
         filters.append(f"--no-merged={default}")
     if not filters:
-        return [Finding(OK, "branches", "graveyard", "no commits yet")]
+        return [Finding(Level.OK, "branches", "graveyard", "no commits yet")]
     fmt = "--format=%(refname)%00%(upstream)%00%(committerdate:unix)"
     res = repo.run(["for-each-ref", fmt, *filters, "refs/heads/"])
     namespace = str(ctx.setting("rescue.namespace")) + "/"
@@ -128,11 +128,11 @@ def check_graveyard(ctx: Context) -> list[Finding]:
         if ctx.now - when > ctx.stale_after:
             graves.append((name.removeprefix("refs/heads/"), when))
     if not graves:
-        return [Finding(OK, "branches", "graveyard", "no abandoned branches")]
+        return [Finding(Level.OK, "branches", "graveyard", "no abandoned branches")]
     graves.sort(key=lambda g: g[1])
     return [
         Finding(
-            WARN,
+            Level.WARN,
             "branches",
             "graveyard",
             f"{plural(len(graves), 'branch', 'branches')} with no upstream, not merged, "
