@@ -278,7 +278,7 @@ def _blockers(st: WorktreeState, caller: str | None) -> list[str]:
         out.append(f"process {', '.join(map(str, st.processes[:5]))} runs inside it")
     if st.locked_by_other:
         out.append(f"it is locked by a person or another tool ({st.locked or 'no reason'})")
-    if st.liveness == "live" and st.owner != caller:
+    if st.liveness == sessions.Liveness.LIVE and st.owner != caller:
         out.append(f"its owner, session {st.owner}, is alive ({st.owner_reason})")
     return out
 

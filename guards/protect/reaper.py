@@ -43,6 +43,7 @@ from guards.protect.worktrees import (
     serialize,
 )
 from guards.state.ledger import LedgerData
+from guards.state.session import Liveness
 from guards.state.workspace import Workspace
 
 REAP_COMMAND = "guards reap"
@@ -105,12 +106,12 @@ def decide(
     if st.locked_by_other:
         return skip(f"locked by a person or another tool ({st.locked or 'no reason given'})")
     pin = st.lock_session
-    if pin and pin != st.owner and owner_liveness(data, pin, ttl, now)[0] == "live":
+    if pin and pin != st.owner and owner_liveness(data, pin, ttl, now)[0] == Liveness.LIVE:
         return skip(f"pinned by live session {pin}")
-    if st.liveness == "live":
+    if st.liveness == Liveness.LIVE:
         return skip(f"owner {st.owner} is alive ({st.owner_reason})")
     threshold = min_idle
-    if st.liveness != "ended" and not st.pid_checked:
+    if st.liveness != Liveness.ENDED and not st.pid_checked:
         threshold = max(threshold, ttl)  # no pid to prove death: idleness must
     idle = st.idle(now)
     if idle is None:
