@@ -165,6 +165,38 @@ def test_newer_schema_ledger_is_kept_aside_and_read_as_unknown(repo: Path) -> No
     assert aside.read_bytes() == newer
 
 
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"schema": 1, "sessions": {',
+        b"\x00\x01garbage",
+        b'{"schema": 1, "sessions": []}',
+        b'{"sessions": {}}',
+        b"[" * 100_000 + b"]" * 100_000,
+        json.dumps({"schema": SCHEMA + 1}).encode(),
+        b'{"schema": 1, "sessions": {"s": {"id": "s"}}}',
+    ],
+    ids=["truncated", "corrupt", "wrong-shape", "no-schema", "deep", "newer", "good"],
+)
+def test_peek_and_read_judge_a_ledger_by_the_same_decode(tmp_path: Path, content: bytes) -> None:
+    """The side-effect-free reader (frame, doctor) and the reader that keeps a corrupt
+    file aside trust exactly the same files."""
+    ledger = Ledger(tmp_path)
+    ledger.path.write_bytes(content)
+    data, problem = ledger.peek()
+    assert ledger.path.read_bytes() == content  # peek never moves anything
+    try:
+        read: object = ledger.read()
+    except LedgerUnreadableError as e:
+        read = e
+    if problem is None:
+        assert read == data
+        return
+    assert data is None and isinstance(read, LedgerUnreadableError)
+    assert problem.newer_schema == read.newer_schema
+    assert not ledger.path.exists() and len(ledger.kept_aside()) == 1
+
+
 def test_unreadable_ledger_is_reported_not_replaced(repo: Path) -> None:
     if os.geteuid() == 0:
         pytest.skip("root reads files regardless of their mode")

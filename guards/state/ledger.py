@@ -8,7 +8,8 @@ fsync, rename, fsync of the directory), so readers need no lock at all.
 A ledger guards cannot trust is never silently replaced: a corrupt, truncated or
 newer-schema one is moved aside (``ledger.json.corrupt-<time>-<pid>``, content intact)
 and reported in one line, and every ownership answer becomes "unknown", which means:
-rescue.
+rescue. Readers that must not change anything (the frame, doctor) use
+:meth:`Ledger.peek`; both judge the bytes by the same :func:`decode`.
 """
 
 from __future__ import annotations

@@ -114,15 +114,18 @@ Check = Callable[[Context], list[Finding]]
 
 
 def listing(items: list[str], limit: int = LIST_MAX) -> str:
+    """``"a, b, c and 4 more"``: one line however many there are."""
     shown = ", ".join(items[:limit])
     return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
 def plural(n: int, word: str, plural: str | None = None) -> str:
+    """``"1 session"``, ``"3 sessions"``."""
     return f"{n} {word if n == 1 else (plural or word + 's')}"
 
 
 def days(seconds: float) -> str:
+    """A threshold as set (``14 days``, ``36 h``, ``90 s``)."""
     if seconds % 86400 == 0:
         return plural(int(seconds // 86400), "day")
     if seconds >= 3600:
