@@ -1,0 +1,185 @@
+"""One atomic write and one file lock (guards.fsutil), and every writer of guards' files
+going through them: exact permission bits, the file and its directory flushed, nothing
+left behind when a write fails, one line naming the lock file and its setting.
+
+Tests run as root, for whom permission bits stop nothing: a write is made to fail by a
+target that is a directory (a file cannot be renamed over one) or whose parent is a file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from guards import fsutil
+from guards.errors import ExitCode, UnknownStateError
+
+
+@contextlib.contextmanager
+def umask(mask: int) -> Iterator[None]:
+    old = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+@contextlib.contextmanager
+def held(lock_file: Path) -> Iterator[None]:
+    """The lock held as another guards would hold it (an OS lock on its own descriptor)."""
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def mode_of(path: Path) -> int:
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def leftovers(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if ".guards-tmp-" in p.name)
+
+
+def a_directory_at(path: Path) -> None:
+    """Make ``path`` a non-empty directory: renaming a file over it fails, also for root."""
+    path.mkdir(parents=True)
+    (path / "keep").write_text("kept\n")
+
+
+@pytest.fixture
+def fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What each ``os.fsync`` flushed, in order: "file" or "dir"."""
+    calls: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        calls.append("dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return calls
+
+
+# -- atomic_write ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mask", [0o000, 0o022, 0o277])
+@pytest.mark.parametrize("mode", [fsutil.PRIVATE, fsutil.EXECUTABLE])
+def test_atomic_write_gives_the_exact_mode_whatever_the_umask(
+    tmp_path: Path, mask: int, mode: int
+) -> None:
+    target = tmp_path / "file"
+    target.write_text("old\n")
+    target.chmod(0o644)
+    with umask(mask):
+        fsutil.atomic_write(target, b"new\n", mode=mode)
+    assert target.read_bytes() == b"new\n"
+    assert mode_of(target) == mode
+    assert leftovers(tmp_path) == []
+
+
+def test_keep_mode_keeps_a_files_bits_and_gives_a_new_file_what_open_gives(
+    tmp_path: Path,
+) -> None:
+    mine = tmp_path / "mine"
+    mine.write_text("old\n")
+    mine.chmod(0o640)
+    fresh = tmp_path / "fresh"
+    with umask(0o027):
+        fsutil.atomic_write(mine, b"new\n", mode=fsutil.KEEP_MODE)
+        fsutil.atomic_write(fresh, b"new\n", mode=fsutil.KEEP_MODE)
+    assert (mode_of(mine), mode_of(fresh)) == (0o640, 0o640)
+    assert mine.read_bytes() == fresh.read_bytes() == b"new\n"
+
+
+def test_a_write_flushes_the_file_then_its_directory(tmp_path: Path, fsyncs: list[str]) -> None:
+    fsutil.atomic_write(tmp_path / "file", b"data")
+    assert fsyncs == ["file", "dir"]
+
+
+def test_a_failed_rename_leaves_the_target_and_no_temporary_file(tmp_path: Path) -> None:
+    target = tmp_path / "file"
+    a_directory_at(target)
+    with pytest.raises(OSError) as e:
+        fsutil.atomic_write(target, b"new\n")
+    assert e.value.filename == str(target)  # not the temporary name
+    assert (target / "keep").read_text() == "kept\n"
+    assert leftovers(tmp_path) == []
+
+
+def test_a_target_whose_parent_is_a_file_fails_and_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "parent").write_text("a file\n")
+    with pytest.raises(NotADirectoryError) as e:
+        fsutil.atomic_write(tmp_path / "parent" / "file", b"new\n")
+    assert e.value.filename == str(tmp_path / "parent" / "file")
+    assert (tmp_path / "parent").read_text() == "a file\n"
+    assert leftovers(tmp_path) == []
+
+
+def test_an_interrupted_write_removes_its_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "file"
+    target.write_text("old\n")
+
+    def interrupted(fd: int) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        fsutil.atomic_write(target, b"new\n")
+    assert target.read_text() == "old\n"
+    assert leftovers(tmp_path) == []
+
+
+# -- locked ---------------------------------------------------------------------------------
+
+
+def ledger_lock(path: Path, timeout: float) -> fsutil.locked:
+    return fsutil.locked(
+        path, timeout, what="the ledger", holder="writing", setting="ledger.lock_timeout"
+    )
+
+
+def test_locked_creates_a_private_lock_file_and_releases_it(tmp_path: Path) -> None:
+    lock_file = tmp_path / "x.lock"
+    with umask(0o000), ledger_lock(lock_file, 1):
+        assert mode_of(lock_file) == 0o600
+        fd = os.open(lock_file, os.O_RDONLY)
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+    with held(lock_file):
+        pass  # free again: this would wait forever otherwise
+
+
+def test_a_busy_lock_is_one_line_naming_the_file_and_the_setting(tmp_path: Path) -> None:
+    lock_file = tmp_path / "x.lock"
+    with held(lock_file), pytest.raises(fsutil.LockTimeoutError) as e, ledger_lock(lock_file, 0.2):
+        pytest.fail("got a lock someone else holds")
+    assert str(e.value) == (
+        f"the ledger lock {lock_file} stayed busy for 0.2s; another guards is writing "
+        f"(raise ledger.lock_timeout to wait longer)"
+    )
+    assert e.value.exit_code == ExitCode.UNKNOWN_STATE
+
+
+def test_a_lock_file_that_cannot_be_made_is_one_line_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "parent").write_text("a file\n")
+    lock_file = tmp_path / "parent" / "x.lock"
+    with pytest.raises(UnknownStateError) as e, ledger_lock(lock_file, 0.2):
+        pytest.fail("locked a file in a file")
+    assert str(e.value).startswith(f"cannot take the ledger lock {lock_file}: ")
+    assert "\n" not in str(e.value) and e.value.exit_code == ExitCode.UNKNOWN_STATE
