@@ -183,3 +183,28 @@ def test_a_lock_file_that_cannot_be_made_is_one_line_naming_it(tmp_path: Path) -
         pytest.fail("locked a file in a file")
     assert str(e.value).startswith(f"cannot take the ledger lock {lock_file}: ")
     assert "\n" not in str(e.value) and e.value.exit_code == ExitCode.UNKNOWN_STATE
+
+
+# -- the ledger -----------------------------------------------------------------------------
+
+
+def test_the_ledger_is_0600_even_under_a_umask_that_would_narrow_it(tmp_path: Path) -> None:
+    from guards.state.ledger import Ledger
+
+    ledger = Ledger(tmp_path / "guards")
+    with umask(0o277), ledger.transaction() as data:  # it used to come out 0400
+        data.sessions["s"] = {}
+    assert mode_of(ledger.path) == 0o600
+    assert leftovers(ledger.directory) == []
+
+
+def test_a_busy_ledger_names_its_lock_file_and_setting(tmp_path: Path) -> None:
+    from guards.state.ledger import Ledger
+
+    ledger = Ledger(tmp_path / "guards", lock_timeout=0.2)
+    with held(ledger.lock_path), pytest.raises(fsutil.LockTimeoutError) as e, ledger.transaction():
+        pytest.fail("wrote the ledger under someone else's lock")
+    assert str(e.value) == (
+        f"the ledger lock {ledger.lock_path} stayed busy for 0.2s; another guards is writing "
+        f"(raise ledger.lock_timeout to wait longer)"
+    )

@@ -20,6 +20,7 @@ import os
 import time
 from collections.abc import Iterator
 
+from guards import fsutil
 from guards.errors import UnknownStateError
 from guards.values import MutableValue
 
@@ -49,10 +50,6 @@ class LedgerFormatError(ValueError):
     def __init__(self, reason: str, *, newer_schema: int | None = None) -> None:
         super().__init__(reason.splitlines()[0][:80] if reason else "unknown format")
         self.newer_schema = newer_schema
-
-
-class LedgerLockTimeoutError(UnknownStateError):
-    pass
 
 
 class LedgerData(MutableValue):
@@ -223,7 +220,7 @@ class Ledger:
                     return aside  # someone else kept it aside already
                 if current == raw:
                     os.replace(self.path, aside)
-                    _fsync_dir(self.directory)
+                    fsutil.fsync_directory(self.directory)
         except OSError as e:
             raise LedgerUnreadableError(
                 f"ledger {self.path} is corrupt and could not be kept aside ({e.strerror}); "
@@ -260,52 +257,21 @@ class Ledger:
                 f"cannot create the ledger directory {self.directory}: {e.strerror}"
             ) from e
 
-    @contextlib.contextmanager
-    def _lock(self) -> Iterator[None]:
-        # Imported here: filelock costs ~30 ms to import and readers never need it.
-        import filelock
-
-        lock = filelock.FileLock(str(self.lock_path), timeout=self.lock_timeout, mode=0o600)
-        try:
-            lock.acquire()
-        except filelock.Timeout:
-            raise LedgerLockTimeoutError(
-                f"the ledger lock {self.lock_path} stayed busy for {self.lock_timeout:g}s; "
-                f"another guards is writing (raise ledger.lock_timeout to wait longer)"
-            ) from None
-        except OSError as e:
-            raise UnknownStateError(f"cannot lock the ledger {self.lock_path}: {e.strerror}") from e
-        try:
-            yield
-        finally:
-            lock.release()
+    def _lock(self) -> fsutil.locked:
+        return fsutil.locked(
+            self.lock_path,
+            self.lock_timeout,
+            what="the ledger",
+            holder="writing",
+            setting="ledger.lock_timeout",
+        )
 
     def _write(self, data: LedgerData) -> None:
         payload = json.dumps(data.to_json(), separators=(",", ":"), sort_keys=True).encode()
-        tmp = self.directory / f".{LEDGER_FILE}.tmp-{os.getpid()}"
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            try:
-                view = memoryview(payload)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.path)
-            _fsync_dir(self.directory)
+            fsutil.atomic_write(self._file, payload, mode=fsutil.PRIVATE)
         except OSError as e:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
             raise UnknownStateError(f"cannot write the ledger {self.path}: {e.strerror}") from e
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _short(e: Exception) -> str:
