@@ -208,3 +208,47 @@ def test_a_busy_ledger_names_its_lock_file_and_setting(tmp_path: Path) -> None:
         f"the ledger lock {ledger.lock_path} stayed busy for 0.2s; another guards is writing "
         f"(raise ledger.lock_timeout to wait longer)"
     )
+
+
+# -- worktrees: the registry lock and the exclude block ---------------------------------------
+
+
+def test_a_busy_worktree_lock_names_its_file_and_setting(repo: Path) -> None:
+    from guards.git.repo import discover
+    from guards.protect.worktrees import LOCK_FILE, serialize
+
+    lock_file = discover(repo).ledger_dir / LOCK_FILE
+    with (
+        held(lock_file),
+        pytest.raises(fsutil.LockTimeoutError) as e,
+        serialize(discover(repo), 0.2),
+    ):
+        pytest.fail("created a worktree under someone else's lock")
+    # It said "another guards is creating or reaping worktrees (<file> busy for 0.2s);
+    # try again, or raise worktree.lock_timeout": now worded as the ledger's.
+    assert str(e.value) == (
+        f"the worktrees lock {lock_file} stayed busy for 0.2s; another guards is creating or "
+        f"reaping worktrees (raise worktree.lock_timeout to wait longer)"
+    )
+    assert e.value.exit_code == ExitCode.UNKNOWN_STATE
+
+
+def test_the_exclude_block_keeps_the_exclude_files_mode(repo: Path) -> None:
+    from guards.protect.worktrees import EXCLUDE_BEGIN, record_excludes
+
+    exclude = repo / ".git" / "info" / "exclude"
+    exclude.parent.mkdir(exist_ok=True)
+    exclude.write_text("# the user's own\n")
+    exclude.chmod(0o640)  # it used to come out 0666 less the umask
+    assert record_excludes(repo, ["node_modules"]) == exclude
+    assert mode_of(exclude) == 0o640
+    assert exclude.read_text().startswith(f"# the user's own\n{EXCLUDE_BEGIN}\n/node_modules\n")
+    assert leftovers(exclude.parent) == []
+
+
+def test_a_new_exclude_file_gets_what_git_would_give_it(repo: Path) -> None:
+    from guards.protect.worktrees import record_excludes
+
+    with umask(0o027):
+        exclude = record_excludes(repo, ["node_modules"])
+    assert exclude is not None and mode_of(exclude) == 0o640

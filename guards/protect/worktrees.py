@@ -31,6 +31,7 @@ from typing import Any
 
 from guards import git
 from guards.errors import GuardsError, UnknownStateError
+from guards.fsutil import KEEP_MODE, atomic_write, locked
 from guards.git.dirty import read_dirty
 from guards.git.history import commits_held_only_by
 from guards.git.repo import Repo, discover
@@ -75,27 +76,19 @@ def real(path: str | os.PathLike[str]) -> str:
 @contextlib.contextmanager
 def serialize(repo: Repo, timeout: float) -> Iterator[None]:
     """One lock for creating and reaping: a reaper never sees a half-made worktree."""
-    import filelock
-
     directory = repo.ledger_dir
     try:
         directory.mkdir(mode=0o700, exist_ok=True)
     except OSError as e:
         raise UnknownStateError(f"cannot create {directory}: {e.strerror}") from e
-    lock = filelock.FileLock(str(directory / LOCK_FILE), timeout=timeout, mode=0o600)
-    try:
-        lock.acquire()
-    except filelock.Timeout:
-        raise UnknownStateError(
-            f"another guards is creating or reaping worktrees ({directory / LOCK_FILE} busy "
-            f"for {timeout:g}s); try again, or raise worktree.lock_timeout"
-        ) from None
-    except OSError as e:
-        raise UnknownStateError(f"cannot lock {directory / LOCK_FILE}: {e.strerror}") from e
-    try:
+    with locked(
+        directory / LOCK_FILE,
+        timeout,
+        what="the worktrees",
+        holder="creating or reaping worktrees",
+        setting="worktree.lock_timeout",
+    ):
         yield
-    finally:
-        lock.release()
 
 
 # -- processes inside a worktree ------------------------------------------------------------------
@@ -338,9 +331,7 @@ def record_excludes(worktree: Path, paths: list[str]) -> Path | None:
         return target
     new = "\n".join([*before, EXCLUDE_BEGIN, *wanted, EXCLUDE_END, *after]) + "\n"
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    tmp.write_text(new, "utf-8")
-    os.replace(tmp, target)
+    atomic_write(target, new.encode("utf-8"), mode=KEEP_MODE)  # git's file: its mode stays
     return target
 
 
