@@ -323,14 +323,10 @@ def read_file(path: str | os.PathLike[str]) -> dict[str, Any]:
 def write_file(path: Path, flat: Mapping[str, Any]) -> None:
     import tomli_w
 
+    from guards.fsutil import PRIVATE, atomic_write
+
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as f:
-        tomli_w.dump(unflatten(flat), f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    atomic_write(path, tomli_w.dumps(unflatten(flat)).encode("utf-8"), mode=PRIVATE)
 
 
 class Config:

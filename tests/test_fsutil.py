@@ -252,3 +252,24 @@ def test_a_new_exclude_file_gets_what_git_would_give_it(repo: Path) -> None:
     with umask(0o027):
         exclude = record_excludes(repo, ["node_modules"])
     assert exclude is not None and mode_of(exclude) == 0o640
+
+
+# -- settings -------------------------------------------------------------------------------
+
+
+def test_a_settings_file_is_0600_flushed_and_a_failed_write_leaves_nothing(
+    tmp_path: Path, fsyncs: list[str]
+) -> None:
+    from guards import config
+
+    path = tmp_path / "config.toml"
+    with umask(0o000):
+        config.write_file(path, {"policy": "block"})
+    assert config.read_file(path) == {"policy": "block"}
+    assert mode_of(path) == 0o600
+    assert fsyncs == ["file", "dir"]  # it flushed the file only
+    path.unlink()
+    a_directory_at(path)
+    with pytest.raises(OSError):
+        config.write_file(path, {"policy": "block"})
+    assert leftovers(tmp_path) == []  # it left its temporary file behind
