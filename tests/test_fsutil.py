@@ -273,3 +273,49 @@ def test_a_settings_file_is_0600_flushed_and_a_failed_write_leaves_nothing(
     with pytest.raises(OSError):
         config.write_file(path, {"policy": "block"})
     assert leftovers(tmp_path) == []  # it left its temporary file behind
+
+
+# -- install: manifests, the shim, native hooks ----------------------------------------------
+
+
+def test_an_install_manifest_is_0600_flushed_and_a_failed_write_leaves_nothing(
+    tmp_path: Path, fsyncs: list[str]
+) -> None:
+    from guards.integrations.installation import read_manifest, write_manifest
+
+    path = tmp_path / "installed.json"
+    with umask(0o000):
+        write_manifest(path, {"shims": []})
+    assert read_manifest(path) == {"shims": []}
+    assert mode_of(path) == 0o600
+    assert fsyncs == ["file", "dir"]  # it flushed nothing
+    path.unlink()
+    a_directory_at(path)
+    with pytest.raises(OSError):
+        write_manifest(path, {"shims": []})
+    assert leftovers(tmp_path) == []  # it left its temporary file behind
+
+
+def test_the_shim_is_0755_whatever_the_umask(tmp_path: Path) -> None:
+    from guards import git
+    from guards.integrations.installation import plan_shim
+
+    bindir = tmp_path / "bin"
+    with umask(0o077):  # it came out 0711: its bits were the umask's plus x for all
+        for step in plan_shim(bindir, tmp_path / "installed.json"):
+            step.apply()
+    assert git.is_shim(bindir / "git")
+    assert mode_of(bindir / "git") == 0o755  # as the native hooks are
+    assert leftovers(bindir) == []
+
+
+def test_a_failed_shim_write_leaves_nothing_behind(tmp_path: Path) -> None:
+    from guards.integrations.installation import plan_shim
+
+    bindir = tmp_path / "bin"
+    (step,) = plan_shim(bindir, tmp_path / "installed.json")
+    a_directory_at(bindir / "git")  # made between the plan and its step
+    with pytest.raises(OSError):
+        step.apply()
+    assert leftovers(bindir) == []  # it left .git.guards-tmp-<pid> behind
+    assert not (tmp_path / "installed.json").exists()

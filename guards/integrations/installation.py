@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import Any
 
 from guards import git
 from guards.errors import UsageError
+from guards.fsutil import EXECUTABLE, PRIVATE, atomic_write
 
 MANIFEST = "installed.json"
 SHIM_MARKER_FILE = ".guards-shim"
@@ -69,10 +69,7 @@ def read_manifest(path: Path) -> dict[str, Any]:
 
 def write_manifest(path: Path, doc: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    atomic_write(path, (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode(), mode=PRIVATE)
 
 
 def update_manifest(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
@@ -191,11 +188,7 @@ def plan_shim(directory: Path, manifest: Path) -> list[Step]:
 def _write_shim(directory: Path, text: str, manifest: Path) -> Callable[[], None]:
     def apply() -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        target = directory / "git"
-        tmp = directory / f".git.guards-tmp-{os.getpid()}"
-        tmp.write_text(text)
-        tmp.chmod(tmp.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-        os.replace(tmp, target)
+        atomic_write(directory / "git", text.encode(), mode=EXECUTABLE)
         (directory / SHIM_MARKER_FILE).write_text("the git in this directory is a guards shim\n")
         update_manifest(
             manifest,
