@@ -319,3 +319,20 @@ def test_a_failed_shim_write_leaves_nothing_behind(tmp_path: Path) -> None:
         step.apply()
     assert leftovers(bindir) == []  # it left .git.guards-tmp-<pid> behind
     assert not (tmp_path / "installed.json").exists()
+
+
+def test_native_hooks_are_0755_their_manifest_0600_each_flushed(
+    repo: Path, fsyncs: list[str]
+) -> None:
+    from guards.git.repo import discover
+    from guards.integrations.native_hooks import HOOK_TYPES, MANIFEST_FILE, install_native_hooks
+
+    r = discover(repo)
+    with umask(0o077):
+        install_native_hooks(r)
+    hooks = r.hooks_dir()
+    assert {mode_of(hooks / h) for h in HOOK_TYPES} == {0o755}
+    assert mode_of(r.ledger_dir / MANIFEST_FILE) == 0o600
+    assert leftovers(hooks) == leftovers(r.ledger_dir) == []
+    # Manifest, hook, manifest, hook, ...: each file, then its directory (it was never).
+    assert fsyncs == ["file", "dir"] * (2 * len(HOOK_TYPES))

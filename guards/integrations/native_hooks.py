@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from guards.errors import GuardsError, UnknownStateError
+from guards.fsutil import EXECUTABLE, PRIVATE, atomic_write
 from guards.git.repo import Repo
 
 #: git hook type -> what ``guards hook run`` does for it
@@ -160,28 +161,9 @@ def _write_manifest(repo: Repo, doc: dict[str, Any]) -> None:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
             return
-        _write_atomic(path, json.dumps(doc, indent=2, sort_keys=True).encode() + b"\n", 0o600)
+        atomic_write(path, json.dumps(doc, indent=2, sort_keys=True).encode() + b"\n", mode=PRIVATE)
     except OSError as e:
         raise UnknownStateError(f"cannot write {path}: {e.strerror}") from e
-
-
-def _write_atomic(path: Path, data: bytes, mode: int) -> None:
-    tmp = path.with_name(f".{path.name}.guards-tmp-{os.getpid()}")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.chmod(tmp, mode)  # the umask may have narrowed it
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
 
 
 # -- install ---------------------------------------------------------------------------
@@ -271,7 +253,7 @@ def install_native_hooks(repo: Repo, *, dry_run: bool = False) -> list[str]:
             if s.action == "chain":
                 os.rename(s.path, chained)
             if s.action != "adopt":
-                _write_atomic(s.path, s.script, 0o755)
+                atomic_write(s.path, s.script, mode=EXECUTABLE)
     except OSError as e:
         raise UnknownStateError(
             f"installing native hooks in {hooks_dir} failed: {e.strerror} "
