@@ -336,3 +336,34 @@ def test_native_hooks_are_0755_their_manifest_0600_each_flushed(
     assert leftovers(hooks) == leftovers(r.ledger_dir) == []
     # Manifest, hook, manifest, hook, ...: each file, then its directory (it was never).
     assert fsyncs == ["file", "dir"] * (2 * len(HOOK_TYPES))
+
+
+# -- harness settings (the user's files) ------------------------------------------------------
+
+
+def test_harness_settings_keep_their_mode_and_are_flushed(
+    tmp_path: Path, fsyncs: list[str]
+) -> None:
+    from guards.integrations.harness_settings import read_settings, write_settings
+
+    mine = tmp_path / ".claude" / "settings.json"
+    mine.parent.mkdir()
+    mine.write_text('{"model": "opus"}\n')
+    mine.chmod(0o640)
+    fresh = tmp_path / ".codex" / "hooks.json"
+    with umask(0o027):
+        write_settings(mine, {"model": "opus", "hooks": {}})
+        write_settings(fresh, {"hooks": {}})
+    assert read_settings(mine) == {"model": "opus", "hooks": {}}
+    assert (mode_of(mine), mode_of(fresh)) == (0o640, 0o640)
+    assert fsyncs == ["file", "dir"] * 2  # they were not flushed
+
+
+def test_a_failed_harness_settings_write_leaves_nothing_behind(tmp_path: Path) -> None:
+    from guards.integrations.harness_settings import write_settings
+
+    path = tmp_path / "settings.json"
+    a_directory_at(path)
+    with pytest.raises(OSError):
+        write_settings(path, {"hooks": {}})
+    assert leftovers(tmp_path) == []  # it left .settings.json.guards-tmp-<pid> behind

@@ -16,7 +16,6 @@ list only when that left it empty.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from guards.errors import UsageError
+from guards.fsutil import KEEP_MODE, atomic_write
 from guards.integrations.installation import Step
 
 #: Recognises our hook commands, whichever python or spelling installed them.
@@ -149,13 +149,9 @@ def read_settings(path: Path) -> dict[str, Any]:
 
 
 def write_settings(path: Path, doc: dict[str, Any]) -> None:
-    """Atomically, keeping the file's permissions."""
+    """Atomically, keeping the file's permissions (the user's file, not guards')."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.guards-tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    with contextlib.suppress(FileNotFoundError):
-        os.chmod(tmp, path.stat().st_mode & 0o7777)
-    os.replace(tmp, path)
+    atomic_write(path, (json.dumps(doc, indent=2) + "\n").encode("utf-8"), mode=KEEP_MODE)
 
 
 def plan_install(harness: str, path: Path) -> list[Step]:
