@@ -1,13 +1,13 @@
 """Guards' own files: one atomic write and one file lock.
 
-Every file guards writes (the ledger, settings, manifests, hook scripts, the shim, the
-harness settings, the exclude block) goes through :func:`atomic_write`, so a reader sees
-the old content or the new, never a torn mix, and a crash never leaves half a file. The
-ledger and the worktree registry are serialized by :class:`locked`, an OS lock (a holder
-killed with SIGKILL releases it).
+Every file guards keeps content in (the ledger, settings, install manifests, hook
+scripts, the shim, the harness settings, the exclude block) is written by
+:func:`atomic_write`, so a reader sees the old content or the new, never a torn mix, and
+a crash never leaves half a file. The ledger and the worktree registry are serialized
+by :class:`locked`, an OS lock (a holder killed with SIGKILL releases it).
 
-Only ``os`` is imported here: the ledger and the settings are read on every start-up,
-and ``filelock`` (~30 ms) is imported only when a lock is taken.
+Only ``os`` is imported at start-up: the ledger and the settings are read on every
+start-up, and ``filelock`` (~30 ms) is imported only when a lock is taken.
 """
 
 from __future__ import annotations
