@@ -47,7 +47,8 @@ def mode_of(path: Path) -> int:
 
 
 def leftovers(directory: Path) -> list[str]:
-    return sorted(p.name for p in directory.iterdir() if ".guards-tmp-" in p.name)
+    """Temporary files: ``.<name>.guards-tmp-*`` now, ``.<name>.tmp-<pid>`` before."""
+    return sorted(p.name for p in directory.iterdir() if "tmp-" in p.name)
 
 
 def a_directory_at(path: Path) -> None:
