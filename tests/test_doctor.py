@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
+from guards import doctor
 from guards import git as guards_git
 from guards.config import Config
+from guards.doctor import Finding
 from guards.integrations.installation import SAFE_ALIASES
 from guards.integrations.native_hooks import MARKER
-from guards.report import doctor
-from guards.report.doctor import Finding
 from guards.state.attribution import Attribution, fingerprint
 from guards.state.ledger import Ledger
 from guards.state.session import hostname, process_start_time

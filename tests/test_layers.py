@@ -26,9 +26,12 @@ LAYERS = (
     ("guards.state",),
     ("guards.predict",),
     ("guards.protect",),
-    ("guards.integrations",),
-    # doctor audits every integration; the agent hooks' frame comes through commands
+    # what a person or an agent is told: the frame, status
     ("guards.report",),
+    # where guards plugs in: git hooks, native hooks, agent hooks (which give the frame)
+    ("guards.integrations",),
+    # the audit of everything below, integrations included
+    ("guards.doctor",),
     # the subcommands, and the argparse surface they share (guards.cli)
     ("guards.commands", "guards.cli"),
     # the entry point: decides whether argparse is needed at all

@@ -122,9 +122,9 @@ def test_doctor_reap_and_the_commit_hook_take_liveness_from_the_one_rule(case: s
     """Four readers of a session record used to answer differently for odd ones: the
     commit hook crashed on a null or text heartbeat or pid and ignored a record without
     its ``id``; doctor read a text heartbeat as live; worktrees/reap said unknown."""
+    from guards.doctor.ledger import session_states
     from guards.integrations.githooks import _live_sessions
     from guards.protect.worktrees import owner_liveness
-    from guards.report.doctor.ledger import session_states
     from guards.state.ledger import LedgerData
 
     now, ttl = time.time(), 1800.0

@@ -6,7 +6,7 @@ TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     import argparse
 
-    from guards.report.doctor import Finding
+    from guards.doctor import Finding
 
 HELP = "audit hooks, ledger, sessions, dirty paths, stashes, rescues, worktrees and branches"
 
@@ -23,9 +23,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import os
 
-    from guards import output
+    from guards import doctor, output
     from guards.errors import ExitCode
-    from guards.report import doctor
 
     ctx, findings = doctor.diagnose()
     problems = sum(f.level == doctor.Level.PROBLEM for f in findings)
@@ -51,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _render(findings: list[Finding], problems: int, warnings: int) -> str:
     from guards import output
-    from guards.report.doctor import Level
+    from guards.doctor import Level
 
     colors = {Level.OK: "32", Level.WARN: "33", Level.PROBLEM: "31"}
     lines = []

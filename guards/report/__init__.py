@@ -1,1 +1,1 @@
-"""What a person or an agent is told: the frame, status and doctor."""
+"""What a person or an agent is told: the frame (what a turn inherits) and status."""

@@ -6,10 +6,10 @@ import os
 from typing import Any
 
 from guards import git
+from guards.doctor.findings import Context, Finding, Level, days, listing, plural
 from guards.git import operations
 from guards.git.dirty import read_dirty
 from guards.output import age, show_path
-from guards.report.doctor.findings import Context, Finding, Level, days, listing, plural
 from guards.state.attribution import classify
 
 

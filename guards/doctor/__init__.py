@@ -13,9 +13,9 @@ rescue refs, operations) and :mod:`.worktrees` (worktrees and the branch graveya
 
 from __future__ import annotations
 
-from guards.report.doctor.findings import Check, Context, Finding, Level, worst
-from guards.report.doctor.run import REPO_CHECKS, SETUP_CHECKS, diagnose, open_context, run_checks
-from guards.report.doctor.setup import check_git_version, check_shim
+from guards.doctor.findings import Check, Context, Finding, Level, worst
+from guards.doctor.run import REPO_CHECKS, SETUP_CHECKS, diagnose, open_context, run_checks
+from guards.doctor.setup import check_git_version, check_shim
 
 __all__ = [
     "REPO_CHECKS",

@@ -7,17 +7,15 @@ import time
 from collections.abc import Iterable
 
 from guards.config import Config
-from guards.errors import GuardsError
-from guards.git.repo import NotARepositoryError, Repo, discover
-from guards.report.doctor.findings import Check, Context, Finding, Level
-from guards.report.doctor.ledger import (
+from guards.doctor.findings import Check, Context, Finding, Level
+from guards.doctor.ledger import (
     check_kept_aside,
     check_ledger,
     check_ledger_lock,
     check_sessions,
     session_states,
 )
-from guards.report.doctor.setup import (
+from guards.doctor.setup import (
     check_aliases,
     check_config,
     check_git_version,
@@ -25,8 +23,10 @@ from guards.report.doctor.setup import (
     check_hooks_path,
     check_shim,
 )
-from guards.report.doctor.work import check_dirty, check_operations, check_rescues, check_stashes
-from guards.report.doctor.worktrees import check_graveyard, check_worktrees
+from guards.doctor.work import check_dirty, check_operations, check_rescues, check_stashes
+from guards.doctor.worktrees import check_graveyard, check_worktrees
+from guards.errors import GuardsError
+from guards.git.repo import NotARepositoryError, Repo, discover
 from guards.state.ledger import Ledger
 
 SETUP_CHECKS: tuple[Check, ...] = (

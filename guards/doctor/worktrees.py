@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 
+from guards.doctor.findings import Context, Finding, Level, days, listing, plural
 from guards.git.history import default_branch
 from guards.output import age, show_path
 from guards.protect.worktrees import real, registry
-from guards.report.doctor.findings import Context, Finding, Level, days, listing, plural
 
 
 def check_worktrees(ctx: Context) -> list[Finding]:

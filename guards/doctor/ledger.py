@@ -7,8 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from guards.output import age, show_path
-from guards.report.doctor.findings import (
+from guards.doctor.findings import (
     SESSION_STATES,
     STALE,
     Context,
@@ -18,6 +17,7 @@ from guards.report.doctor.findings import (
     listing,
     plural,
 )
+from guards.output import age, show_path
 from guards.state.ledger import SCHEMA, LedgerData
 from guards.state.session import Liveness, Verdict, judge
 
