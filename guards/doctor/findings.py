@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from guards import output
 from guards.config import KEYS, Config
 from guards.errors import GuardsError
 from guards.git.repo import Repo
@@ -114,9 +115,9 @@ Check = Callable[[Context], list[Finding]]
 
 
 def listing(items: list[str], limit: int = LIST_MAX) -> str:
-    """``"a, b, c and 4 more"``: one line however many there are."""
-    shown = ", ".join(items[:limit])
-    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+    """``"a, b, c and 4 more"``: one line however many there are (guards.output.listing
+    with doctor's limit)."""
+    return output.listing(items, limit)
 
 
 def plural(n: int, word: str, plural: str | None = None) -> str:

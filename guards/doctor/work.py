@@ -10,6 +10,7 @@ from guards.doctor.findings import Context, Finding, Level, days, listing, plura
 from guards.git import operations
 from guards.git.dirty import read_dirty
 from guards.output import age, show_path
+from guards.protect.rescue.push import PushOutcome
 from guards.state.attribution import classify
 
 
@@ -214,7 +215,7 @@ def check_rescues(ctx: Context) -> list[Finding]:
     remote = str(ctx.setting("rescue.remote"))
     if remote:
         pushed = {str(r.get("ref")): r.get("push") for r in _rescue_log(ctx) if r.get("ref")}
-        unpushed = [name for name, _ in refs if pushed.get(name) != "pushed"]
+        unpushed = [name for name, _ in refs if pushed.get(name) != PushOutcome.PUSHED]
         if unpushed:
             findings.append(
                 Finding(
