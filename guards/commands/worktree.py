@@ -6,6 +6,7 @@ import argparse
 import os
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -214,7 +215,7 @@ def _list(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _count(items: list[str] | None) -> str:
+def _count(items: Sequence[object] | None) -> str:
     return "?" if items is None else str(len(items))
 
 

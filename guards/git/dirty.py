@@ -9,8 +9,12 @@ from __future__ import annotations
 import os
 
 from guards import git
+from guards.git.names import FileMode, ObjectId
 from guards.git.objects import ZERO_MODE
 from guards.values import Value
+
+#: An id not given (git wrote none for this side).
+NO_ID = ObjectId("")
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
@@ -35,11 +39,11 @@ class DirtyPath(Value):
         self,
         path: str,
         xy: str,
-        head_mode: str = ZERO_MODE,
-        index_mode: str = ZERO_MODE,
-        worktree_mode: str = ZERO_MODE,
-        head_oid: str = "",
-        index_oid: str = "",
+        head_mode: FileMode = ZERO_MODE,
+        index_mode: FileMode = ZERO_MODE,
+        worktree_mode: FileMode = ZERO_MODE,
+        head_oid: ObjectId = NO_ID,
+        index_oid: ObjectId = NO_ID,
         submodule: str = "N...",
     ) -> None:
         self.path = path
@@ -152,9 +156,9 @@ def _entry(
         path=os.fsdecode(path),
         xy=xy.decode(),
         submodule=sub.decode(),
-        head_mode=m_head.decode(),
-        index_mode=m_index.decode(),
-        worktree_mode=m_worktree.decode(),
-        head_oid=h_head.decode(),
-        index_oid=h_index.decode(),
+        head_mode=FileMode(m_head.decode()),
+        index_mode=FileMode(m_index.decode()),
+        worktree_mode=FileMode(m_worktree.decode()),
+        head_oid=ObjectId(h_head.decode()),
+        index_oid=ObjectId(h_index.decode()),
     )

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 
+from guards.git.names import BranchName, ObjectId, RefName, branch_ref
+
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -24,7 +26,7 @@ def commits_held_only_by(
     ignoring: Sequence[str] = (),
     refs: Sequence[str] = ("refs/",),
     limit: int | None = None,
-) -> list[str]:
+) -> list[ObjectId]:
     """The commits reachable from ``tip`` that no ref under ``refs`` (but those in
     ``ignoring``, full names) and none of ``other_tips`` reaches; newest first, at most
     ``limit``. Ref names are compared exactly (never as patterns), and the tips reach
@@ -40,17 +42,18 @@ def commits_held_only_by(
     if limit is not None:
         args.insert(1, f"--max-count={limit}")
     stdin = "".join(f"^{t}\n" for t in dict.fromkeys(tips)).encode("ascii")
-    return run(args, stdin=stdin).stdout.decode("ascii").split()
+    return [ObjectId(o) for o in run(args, stdin=stdin).stdout.decode("ascii").split()]
 
 
-def default_branch(run: Runner) -> str | None:
+def default_branch(run: Runner) -> RefName | None:
     """The full name of the branch work is merged into: ``origin/HEAD``'s target when
     the clone knows it, else a local ``main`` or ``master``; None when there is none."""
     res = run(["symbolic-ref", "-q", "refs/remotes/origin/HEAD"], check=False)
     target = res.stdout.rstrip(b"\n")
     if res.returncode == 0 and target.strip():
-        return os.fsdecode(target)
-    for candidate in ("refs/heads/main", "refs/heads/master"):
-        if run(["rev-parse", "-q", "--verify", candidate], check=False).returncode == 0:
-            return candidate
+        return RefName(os.fsdecode(target))
+    for candidate in (BranchName("main"), BranchName("master")):
+        ref = branch_ref(candidate)
+        if run(["rev-parse", "-q", "--verify", ref], check=False).returncode == 0:
+            return ref
     return None

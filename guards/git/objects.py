@@ -7,25 +7,20 @@ it costs ~10 ms at start-up, and most commands never hash.
 
 from __future__ import annotations
 
+from guards.git.names import FileMode, ObjectId
+
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
-    from typing import Any, NewType
-
-    #: A full hexadecimal object id (40 digits for sha1, 64 for sha256).
-    ObjectId = NewType("ObjectId", str)
-    #: A git file mode as git writes it in its machine formats ("100644", "160000", ...).
-    FileMode = NewType("FileMode", str)
-else:
-    ObjectId = FileMode = str
+    from typing import Any
 
 #: The mode git writes for "no such entry" in raw diffs and ``status --porcelain=v2``.
-ZERO_MODE = "000000"
-REGULAR = "100644"
-EXECUTABLE = "100755"
-SYMLINK = "120000"
+ZERO_MODE = FileMode("000000")
+REGULAR = FileMode("100644")
+EXECUTABLE = FileMode("100755")
+SYMLINK = FileMode("120000")
 #: A submodule's (or nested repository's) entry: a commit, not a blob.
-GITLINK = "160000"
-TREE = "040000"
+GITLINK = FileMode("160000")
+TREE = FileMode("040000")
 
 #: ``git hash-object -t tree /dev/null`` for each object format.
 _EMPTY_TREES = {
@@ -38,14 +33,14 @@ def hex_length(object_format: str) -> int:
     return 64 if object_format == "sha256" else 40
 
 
-def empty_tree(object_format: str) -> str:
+def empty_tree(object_format: str) -> ObjectId:
     """The id of the empty tree (git knows it without storing it)."""
-    return _EMPTY_TREES["sha256" if object_format == "sha256" else "sha1"]
+    return ObjectId(_EMPTY_TREES["sha256" if object_format == "sha256" else "sha1"])
 
 
-def zero_oid(object_format: str) -> str:
+def zero_oid(object_format: str) -> ObjectId:
     """The all-zero id git uses for "no object" (a deleted ref, an unborn side)."""
-    return "0" * hex_length(object_format)
+    return ObjectId("0" * hex_length(object_format))
 
 
 def is_zero_oid(oid: str) -> bool:
@@ -58,21 +53,20 @@ def _hasher(object_format: str) -> Any:
     return hashlib.sha256() if object_format == "sha256" else hashlib.sha1()
 
 
-def object_oid(kind: bytes, data: bytes, object_format: str = "sha1") -> str:
+def object_oid(kind: bytes, data: bytes, object_format: str = "sha1") -> ObjectId:
     """The id git gives an object of ``kind`` (b"blob", b"tree", ...) holding ``data``."""
     h = _hasher(object_format)
     h.update(kind + b" %d\0" % len(data))
     h.update(data)
-    digest: str = h.hexdigest()
-    return digest
+    return ObjectId(h.hexdigest())
 
 
-def blob_oid(data: bytes, object_format: str = "sha1") -> str:
+def blob_oid(data: bytes, object_format: str = "sha1") -> ObjectId:
     """The blob id of raw bytes, as ``git hash-object --no-filters`` computes it."""
     return object_oid(b"blob", data, object_format)
 
 
-def file_blob_oid(path: str, size: int, object_format: str = "sha1") -> str:
+def file_blob_oid(path: str, size: int, object_format: str = "sha1") -> ObjectId:
     """The blob id of a file's raw bytes, read in chunks (rescued files may be large);
     "" when the file did not hold ``size`` bytes while read (it is changing: never equal
     to anything git stored)."""
@@ -84,6 +78,5 @@ def file_blob_oid(path: str, size: int, object_format: str = "sha1") -> str:
             h.update(chunk)
             seen += len(chunk)
     if seen != size:
-        return ""
-    digest: str = h.hexdigest()
-    return digest
+        return ObjectId("")
+    return ObjectId(h.hexdigest())

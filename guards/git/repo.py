@@ -6,6 +6,7 @@ import os
 
 from guards import git
 from guards.errors import ExitCode, GuardsError
+from guards.git.names import ObjectId, RefName
 from guards.values import Value
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
@@ -133,19 +134,19 @@ class Repo(Value):
             readonly=readonly,
         )
 
-    def head(self) -> str | None:
+    def head(self) -> ObjectId | None:
         """HEAD's commit id, or None on an unborn branch."""
         res = self.run(["rev-parse", "--verify", "-q", "HEAD^{commit}"], check=False)
         if res.returncode != 0:
             return None
-        return res.stdout.decode().strip()
+        return ObjectId(res.stdout.decode().strip())
 
-    def head_ref(self) -> str | None:
+    def head_ref(self) -> RefName | None:
         """The branch HEAD points at (``refs/heads/...``), or None when detached."""
         res = self.run(["symbolic-ref", "-q", "HEAD"], check=False)
         if res.returncode != 0:
             return None
-        return os.fsdecode(git.strip_newline(res.stdout))
+        return RefName(os.fsdecode(git.strip_newline(res.stdout)))
 
     def hooks_dir(self) -> Path:
         """The hooks directory git reads for this repository (``core.hooksPath`` honoured)."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from guards.git.names import ObjectId, RefName
+from guards.git.objects import is_zero_oid
 from guards.values import Value
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
@@ -19,8 +21,8 @@ class GitWorktree(Value):
     def __init__(
         self,
         path: str,
-        head: str | None,
-        branch: str | None,
+        head: ObjectId | None,
+        branch: RefName | None,
         bare: bool,
         locked: str | None,
         prunable: str | None,
@@ -52,8 +54,8 @@ def parse_worktree_list(data: bytes) -> list[GitWorktree]:
         out.append(
             GitWorktree(
                 path=current.get("worktree", ""),
-                head=None if head is None or set(head) == {"0"} else head,
-                branch=current.get("branch"),
+                head=None if head is None or is_zero_oid(head) else ObjectId(head),
+                branch=RefName(current["branch"]) if "branch" in current else None,
                 bare="bare" in current,
                 locked=current.get("locked"),
                 prunable=current.get("prunable"),

@@ -34,6 +34,7 @@ from guards.errors import GuardsError, UnknownStateError
 from guards.fsutil import KEEP_MODE, atomic_write, locked
 from guards.git.dirty import read_dirty
 from guards.git.history import commits_held_only_by
+from guards.git.names import ObjectId
 from guards.git.repo import Repo, discover
 from guards.git.worktrees import list_worktrees
 from guards.output import show_path
@@ -358,7 +359,7 @@ class WorktreeState:
     #: work that removal would destroy (ignored files included); None: could not read
     dirty: list[str] | None = None
     #: commits reachable from HEAD on no remote, tag, rescue ref or other branch
-    unsaved: list[str] | None = None
+    unsaved: list[ObjectId] | None = None
     last_activity: float | None = None
     #: pids with their cwd inside; None when that cannot be seen
     processes: list[int] | None = None
@@ -558,7 +559,9 @@ def _fill(
     st.last_activity = max(times) if times else None
 
 
-def unsaved_commits(repo: Repo, head: str | None, branch: str | None, namespace: str) -> list[str]:
+def unsaved_commits(
+    repo: Repo, head: str | None, branch: str | None, namespace: str
+) -> list[ObjectId]:
     """Commits of ``head`` that no remote-tracking ref, tag, rescue ref or other branch has."""
     if not head:
         return []
