@@ -1,23 +1,26 @@
 #!/usr/bin/env bash
-# Runs git's own test scripts for the commands guards intercepts with the guards shim
-# first on PATH and GUARDS_QUIET=1 (issue 9's bar), against the installed git, and
-# prints each script's summary. Not part of CI: it fetches the git source package of the
-# installed version through apt (deb-src entries are derived from the machine's own
-# apt sources) and builds git's test helpers (~2 minutes on 2 cores), then runs for
-# ~8 minutes. Debian/Ubuntu only; needs root for apt.
+# Runs git's own test scripts with the guards shim first on PATH (GUARDS_QUIET=1 unless
+# GUARDS_SUITE_LOUD=1), against the installed git, and prints each script's summary.
+# Not part of CI: it fetches the git source package of the installed version through apt
+# (deb-src entries are derived from the machine's own apt sources) and builds git's test
+# helpers and templates (~2 minutes on 2 cores). Debian/Ubuntu only; needs root for apt.
 #
-#   bash tests/compat/git_suite.sh [WORKDIR] [SCRIPT...]
+#   bash tests/compat/git_suite.sh [WORKDIR] [SCRIPT | FAMILY | all ...]
+#
+# SCRIPT is a test script's name (t7102-reset); FAMILY a prefix (t1, t2, t3, t7: every
+# script of that family); "all" means t1 t2 t3 t7. Without one, the scripts of the
+# commands guards intercepts.
 set -euo pipefail
 work=${1:-/tmp/guards-git-suite}
 shift || true
-scripts=("$@")
-if [ ${#scripts[@]} -eq 0 ]; then
-  scripts=(t7102-reset t7104-reset-hard t7105-reset-patch t7110-reset-merge t7111-reset-table
-           t7300-clean t3903-stash t3904-stash-patch t3905-stash-include-untracked
-           t3906-stash-submodule t2060-switch t2070-restore t2071-restore-patch
-           t2006-checkout-index-basic t7201-co t2008-checkout-subdir t2016-checkout-patch
-           t3600-rm t7001-mv t2400-worktree-add t2403-worktree-move t3200-branch
-           t3420-rebase-autostash t7600-merge)
+wanted=("$@")
+if [ ${#wanted[@]} -eq 0 ]; then
+  wanted=(t7102-reset t7104-reset-hard t7105-reset-patch t7110-reset-merge t7111-reset-table
+          t7300-clean t3903-stash t3904-stash-patch t3905-stash-include-untracked
+          t3906-stash-submodule t2060-switch t2070-restore t2071-restore-patch
+          t2006-checkout-index-basic t7201-co t2008-checkout-subdir t2016-checkout-patch
+          t3600-rm t7001-mv t2400-worktree-add t2403-worktree-move t3200-branch
+          t3420-rebase-autostash t7600-merge)
 fi
 mkdir -p "$work"
 cd "$work"
@@ -27,18 +30,50 @@ upstream=${version#*:}
 upstream=${upstream%%-*}
 src="$work/git-$upstream"
 if [ ! -d "$src" ]; then
-  # deb-src twins of the machine's own deb sources (deb822 or one-line format).
+  # deb-src twins of the machine's own deb sources (deb822 and one-line format), written
+  # aside first: the loop must not read the file it writes.
   list=/etc/apt/sources.list.d/guards-git-suite-src.sources
   if [ ! -f "$list" ]; then
+    tmp=$(mktemp)
     for f in /etc/apt/sources.list.d/*.sources; do
-      [ -f "$f" ] && sed -n 's/^Types: deb$/Types: deb-src/; /^Types:\|^URIs:\|^Suites:\|^Components:\|^Signed-By:\|^$/p' "$f"
-    done > "$list"
+      [ -f "$f" ] && [ "$f" != "$list" ] || continue
+      sed -n 's/^Types: deb$/Types: deb-src/; /^Types:\|^URIs:\|^Suites:\|^Components:\|^Signed-By:\|^$/p' "$f"
+      echo
+    done > "$tmp"
+    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+      [ -f "$f" ] || continue
+      sed -n 's/^deb \(.*\)$/deb-src \1/p' "$f"
+    done > "$tmp.list"
+    mv "$tmp" "$list"
+    [ -s "$tmp.list" ] && mv "$tmp.list" /etc/apt/sources.list.d/guards-git-suite-src.list
+    rm -f "$tmp.list"
   fi
   apt-get update -qq
   apt-get source -qq "git=$version"
-  make -C "$src" -j"$(nproc)" NO_CURL=1 NO_GETTEXT=1 NO_TCLTK=1 NO_PYTHON=1 \
-    t/helper/test-tool t/helper/test-fake-ssh templates GIT-BUILD-OPTIONS >/dev/null
 fi
+if [ ! -x "$src/t/helper/test-tool" ] || [ ! -d "$src/templates/blt" ]; then
+  opts=(NO_CURL=1 NO_GETTEXT=1 NO_TCLTK=1 NO_PYTHON=1)
+  make -C "$src" -j"$(nproc)" "${opts[@]}" t/helper/test-tool t/helper/test-fake-ssh \
+    GIT-BUILD-OPTIONS >/dev/null
+  # test-lib.sh copies templates/blt into every trash repository: build them too (the
+  # top-level Makefile has no "templates" target, only the directory of that name).
+  make -C "$src/templates" "${opts[@]}" >/dev/null
+fi
+
+# Families ("t1", "all") become every script of that family in this git version.
+scripts=()
+for w in "${wanted[@]}"; do
+  case $w in
+    all) families=(t1 t2 t3 t7) ;;
+    t[0-9]) families=("$w") ;;
+    *) scripts+=("$w"); continue ;;
+  esac
+  for fam in "${families[@]}"; do
+    for f in "$src/t/$fam"[0-9][0-9][0-9]-*.sh; do
+      [ -f "$f" ] && scripts+=("$(basename "$f" .sh)")
+    done
+  done
+done
 
 shim="$work/shim"
 python3 -m guards install --no-aliases --shim "$shim" >/dev/null
@@ -46,7 +81,9 @@ cd "$src/t"
 for s in "${scripts[@]}"; do
   [ -f "$s.sh" ] || { echo "$s: not in this git version"; continue; }
   out="$work/$s.out"
-  if GIT_TEST_INSTALLED="$shim" GUARDS_QUIET=1 sh "./$s.sh" --root="$work/trash" >"$out" 2>&1; then
+  quiet=(GUARDS_QUIET=1)
+  [ "${GUARDS_SUITE_LOUD:-}" = 1 ] && quiet=()
+  if env "${quiet[@]}" GIT_TEST_INSTALLED="$shim" sh "./$s.sh" --root="$work/trash" >"$out" 2>&1; then
     rc=0
   else
     rc=$?
