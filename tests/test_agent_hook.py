@@ -153,6 +153,20 @@ def test_files_a_shell_command_changes_are_attributed_to_its_session(repo: Path)
     assert list((repo / ".git/guards/observe").iterdir()) == []  # the marker is gone
 
 
+def test_a_failing_shell_command_s_files_are_attributed_and_its_marker_removed(
+    repo: Path,
+) -> None:
+    """Claude sends PostToolUseFailure, not PostToolUse, when the command exits non-zero."""
+    pre = bash_event("bob", "echo half > half.txt; exit 3", "toolu_8")
+    assert send(repo, pre).stdout == ""
+    subprocess.run(["bash", "-c", pre["tool_input"]["command"]], cwd=repo, check=False)
+    failure = {**pre, "hook_event_name": "PostToolUseFailure", "error": "Exit code 3"}
+    res = send(repo, failure)
+    assert (res.returncode, res.stdout) == (0, ""), res.stderr
+    assert owners(repo) == {"half.txt": BOB}
+    assert list((repo / ".git/guards/observe").iterdir()) == []
+
+
 # -- guarding shell lines ----------------------------------------------------------------
 
 

@@ -8,8 +8,9 @@ One entry point for every hook event the harness sends:
   treated as destructive. The line's start time is kept for observed attribution.
 - ``PostToolUse`` / Write, Edit, MultiEdit, NotebookEdit (Claude), ``apply_patch``
   (Codex): the edited files are recorded for the session (exact attribution).
-- ``PostToolUse`` / shell tool: files that changed while the line ran are attributed
-  to the session (observed attribution).
+- ``PostToolUse`` / shell tool, and Claude's ``PostToolUseFailure`` (sent instead of
+  PostToolUse when the line exits non-zero): files that changed while the line ran are
+  attributed to the session (observed attribution).
 - ``SessionStart``, ``UserPromptSubmit``: the frame as additional context;
   SessionStart also exports ``GUARDS_SESSION`` to the session's later shell commands
   through ``CLAUDE_ENV_FILE``.
@@ -43,6 +44,9 @@ SHELL_TOOLS = frozenset({"Bash", "shell", "local_shell", "exec_command", "unifie
 EDIT_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path"}
 NOTEBOOK_TOOLS = {"NotebookEdit": "notebook_path"}
 PATCH_TOOLS = frozenset({"apply_patch"})
+#: The events that end a shell line: Claude sends PostToolUseFailure instead of
+#: PostToolUse when the line exits non-zero (its files are the session's all the same).
+SHELL_ENDS = frozenset({"PostToolUse", "PostToolUseFailure"})
 #: A hook that failed without deciding anything: the harness shows stderr and goes on.
 HOOK_ERROR = 1
 #: The harnesses' "block this" exit status (stderr is the reason given to the agent).
@@ -85,7 +89,7 @@ def _dispatch(harness: str, name: str, event: dict[str, Any]) -> int:
     tool = event.get("tool_name")
     if name == "PreToolUse" and tool in SHELL_TOOLS:
         return _pre_shell(harness, event)
-    if name == "PostToolUse" and tool in SHELL_TOOLS:
+    if name in SHELL_ENDS and tool in SHELL_TOOLS:
         return _post_shell(harness, event)
     if name == "PostToolUse" and (tool in EDIT_TOOLS or tool in NOTEBOOK_TOOLS):
         return _post_edit(harness, event)

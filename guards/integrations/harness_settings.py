@@ -36,6 +36,8 @@ OURS = re.compile(r"guards(?:\.commands\.agent_hook| agent-hook) (?:claude|codex
 CLAUDE_EVENTS: dict[str, str | None] = {
     "PreToolUse": "Bash",
     "PostToolUse": "Bash|Write|Edit|MultiEdit|NotebookEdit",
+    # Sent instead of PostToolUse after a failing command: its files still get attributed.
+    "PostToolUseFailure": "Bash",
     "SessionStart": None,
     "UserPromptSubmit": None,
     "SessionEnd": None,
