@@ -226,7 +226,11 @@ def test_guards_disable_lets_everything_through(repo: Path) -> None:
 # -- sessions and the frame ------------------------------------------------------------------
 
 
-def test_session_start_gives_the_frame_and_exports_the_identity(repo: Path, tmp_path: Path) -> None:
+def test_session_start_registers_the_session_and_exports_the_identity_without_a_frame(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The first prompt's UserPromptSubmit frames the turn: at SessionStart as well, the
+    frame reached the model twice (Claude Code delivers both contexts)."""
     alice_dirty(repo)
     env_file = tmp_path / "claude-env"
     res = send(
@@ -235,13 +239,14 @@ def test_session_start_gives_the_frame_and_exports_the_identity(repo: Path, tmp_
         env={"CLAUDE_ENV_FILE": str(env_file)},
         fast=False,
     )
-    out = answer(res)
-    assert out["hookEventName"] == "SessionStart"
-    assert out["additionalContext"].startswith("[Workspace: 1 uncommitted change present")
-    assert "src/app.py" in out["additionalContext"] and "session alice" in out["additionalContext"]
+    assert (res.returncode, res.stdout) == (0, ""), res.stderr
     assert env_file.read_text() == f"export GUARDS_SESSION={BOB}\n"
     sessions = json.loads(run_guards("session", "list", "--json", cwd=repo).stdout)["sessions"]
     assert BOB in {s["id"] for s in sessions}
+    prompt = {"session_id": "bob", "hook_event_name": "UserPromptSubmit", "prompt": "hi"}
+    out = answer(send(repo, prompt))
+    assert out["additionalContext"].startswith("[Workspace: 1 uncommitted change present")
+    assert "src/app.py" in out["additionalContext"] and "session alice" in out["additionalContext"]
 
 
 def test_user_prompt_submit_frames_the_turn_and_is_silent_when_clean(repo: Path) -> None:

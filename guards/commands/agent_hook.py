@@ -11,9 +11,11 @@ One entry point for every hook event the harness sends:
 - ``PostToolUse`` / shell tool, and Claude's ``PostToolUseFailure`` (sent instead of
   PostToolUse when the line exits non-zero): files that changed while the line ran are
   attributed to the session (observed attribution).
-- ``SessionStart``, ``UserPromptSubmit``: the frame as additional context;
-  SessionStart also exports ``GUARDS_SESSION`` to the session's later shell commands
-  through ``CLAUDE_ENV_FILE``.
+- ``SessionStart``: the session is registered, and its later shell commands get
+  ``GUARDS_SESSION`` through ``CLAUDE_ENV_FILE``.
+- ``UserPromptSubmit``: the frame as additional context, once per prompt. (Not at
+  SessionStart as well: both contexts reach the first request, and a frame taken at
+  start-up may be long stale when the first prompt comes.)
 - ``SessionEnd``: the session is marked ended. Any other event: exit 0, no output.
 
 The hot path (a shell line that does not mention git) imports nothing but ``json``
@@ -95,8 +97,10 @@ def _dispatch(harness: str, name: str, event: dict[str, Any]) -> int:
         return _post_edit(harness, event)
     if name == "PostToolUse" and tool in PATCH_TOOLS:
         return _post_patch(harness, event)
-    if name in ("SessionStart", "UserPromptSubmit"):
-        return _frame_event(harness, name, event)
+    if name == "SessionStart":
+        return _session_start(harness, event)
+    if name == "UserPromptSubmit":
+        return _frame_event(harness, event)
     if name == "SessionEnd":
         return _session_end(harness, event)
     return 0
@@ -492,11 +496,21 @@ def frame_text(cwd: str, caller: str | None) -> str:
     return frame.render(found, frame.configured_max_paths(repo))
 
 
-def _frame_event(harness: str, name: str, event: dict[str, Any]) -> int:
+def _session_start(harness: str, event: dict[str, Any]) -> int:
+    sid = _identify(harness, event)
+    _export_identity(sid)
+    from guards.errors import GuardsError
+
+    try:
+        _touch(_cwd(event), sid, label=f"{harness} session")
+    except GuardsError as e:  # never blocks the session
+        _say(f"guards agent-hook: session start: {_one_line(e)}")
+    return 0
+
+
+def _frame_event(harness: str, event: dict[str, Any]) -> int:
     sid = _identify(harness, event)
     cwd = _cwd(event)
-    if name == "SessionStart":
-        _export_identity(sid)
     from guards.errors import GuardsError
 
     try:
@@ -507,7 +521,7 @@ def _frame_event(harness: str, name: str, event: dict[str, Any]) -> int:
         return 0
     if not text:
         return 0
-    return _emit(name, additionalContext=text)
+    return _emit("UserPromptSubmit", additionalContext=text)
 
 
 def _export_identity(sid: str | None) -> None:

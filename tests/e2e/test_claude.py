@@ -161,6 +161,21 @@ def test_write_edit_and_shell_commands_are_attributed_to_the_session(
 # -- sessions: the frame, identity, the end ------------------------------------------------
 
 
+FRAME = "[Workspace:"
+
+
+def test_the_frame_arrives_once_at_session_start_and_once_per_later_prompt(
+    claude: Cli, model: Model, repo: Path
+) -> None:
+    write_work(repo, {"README": "alice's readme\n"})
+    server = model([say("first answer"), say("second answer")])
+    claude_run(claude, repo, server, ["first prompt", "second prompt"])
+    first, second = server.at_step(0), server.at_step(1)
+    assert first.text().count(FRAME) == 1
+    assert "README" in first.text() and f"session {ALICE}" in first.text()
+    assert second.text().count(FRAME) == 2  # the first prompt's, and the second's
+
+
 def test_shell_commands_run_as_the_session_and_the_session_ends_with_the_cli(
     claude: Cli, model: Model, repo: Path
 ) -> None:
