@@ -212,6 +212,64 @@ def test_codex_hears_about_the_rescue_after_the_command(repo: Path) -> None:
     assert "guards: rescued 1 path of session alice" in answer(post)["additionalContext"]
 
 
+def rescue_refs(repo: Path) -> list[str]:
+    return git(repo, "for-each-ref", "--format=%(refname)", "refs/rescue").split()
+
+
+def hook_rescues(repo: Path) -> None:
+    """The hook guards `git reset --hard` (alice's work is rescued, the line may run)."""
+    answer(send(repo, bash_event("bob", "git reset --hard", "toolu_9")))
+    assert len(rescue_refs(repo)) == 1
+
+
+def shim_runs(repo: Path, session: str = BOB) -> subprocess.CompletedProcess[str]:
+    """The line's own git is the shim: `guards run` in the session's environment."""
+    return run_guards("run", "--", "reset", "--hard", cwd=repo, env={"GUARDS_SESSION": session})
+
+
+@pytest.mark.parametrize("staged", [False, True])
+def test_the_shim_inside_the_hooked_command_does_not_rescue_the_same_work_again(
+    repo: Path, staged: bool
+) -> None:
+    if staged:  # the index holds one version, the work tree another: both must match
+        (repo / "src/app.py").write_text("print('alice, staged')\n")
+        git(repo, "add", "src/app.py")
+    alice_dirty(repo)
+    hook_rescues(repo)
+    res = shim_runs(repo)
+    assert res.returncode == 0 and "guards:" not in res.stderr, res.stderr
+    [ref] = rescue_refs(repo)
+    assert git(repo, "show", f"{ref}:src/app.py") == "print('alice')\n"
+    assert (repo / "src/app.py").read_text() == "print('hi')\n"  # git ran
+    receipts = repo / ".git/guards/receipts"
+    assert len(list(receipts.iterdir())) == 1
+    post = {**bash_event("bob", "git reset --hard", "toolu_9"), "hook_event_name": "PostToolUse"}
+    assert send(repo, post).returncode == 0
+    assert list(receipts.iterdir()) == []  # the command ended: its receipt went with it
+
+
+def test_work_written_after_the_hook_rescued_is_rescued_again_by_the_shim(repo: Path) -> None:
+    alice_dirty(repo)
+    hook_rescues(repo)
+    (repo / "src/app.py").write_text("print('carol, after the hook')\n")
+    res = shim_runs(repo)
+    assert res.returncode == 0 and "guards: rescued 1 path" in res.stderr
+    contents = sorted(git(repo, "show", f"{ref}:src/app.py") for ref in rescue_refs(repo))
+    assert contents == ["print('alice')\n", "print('carol, after the hook')\n"]
+
+
+@pytest.mark.parametrize("why", ["another session", "the ref is gone"])
+def test_a_receipt_proves_nothing_to_another_session_or_without_its_ref(
+    repo: Path, why: str
+) -> None:
+    alice_dirty(repo)
+    hook_rescues(repo)
+    if why == "the ref is gone":
+        git(repo, "update-ref", "-d", rescue_refs(repo)[0])
+    res = shim_runs(repo, "carol" if why == "another session" else BOB)
+    assert res.returncode == 0 and "guards: rescued 1 path of session alice" in res.stderr
+
+
 def test_guards_disable_lets_everything_through(repo: Path) -> None:
     alice_dirty(repo)
     res = send(

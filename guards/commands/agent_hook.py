@@ -5,7 +5,9 @@ One entry point for every hook event the harness sends:
 - ``PreToolUse`` / shell tool: every git invocation in the line that could destroy
   work is guarded before the line runs (rescue then let it run, saying what was
   rescued; or deny with the reason). A line that could run git but cannot be read is
-  treated as destructive. The line's start time is kept for observed attribution.
+  treated as destructive. The line's start time is kept for observed attribution, and a
+  receipt of each rescue for the line's own ``guards run`` (the shim), which then does
+  not rescue the same work again (guards.protect.receipts).
 - ``PostToolUse`` / Write, Edit, MultiEdit, NotebookEdit (Claude), ``apply_patch``
   (Codex): the edited files are recorded for the session (exact attribution).
 - ``PostToolUse`` / shell tool, and Claude's ``PostToolUseFailure`` (sent instead of
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
+    from guards.protect.rescue import RescueResult
     from guards.state.workspace import Workspace
 
 HELP = "entry point for Claude Code / Codex hooks (hook JSON on stdin)"
@@ -227,6 +230,7 @@ def _pre_shell(harness: str, event: dict[str, Any]) -> int:
     sid = _identify(harness, event)
     rescued: list[str] = []
     dirs = [cwd]
+    receipts: list[str] = []
     if "git" in command.lower():
         from guards.protect.guard import guard_line
 
@@ -234,7 +238,9 @@ def _pre_shell(harness: str, event: dict[str, Any]) -> int:
         if verdict.deny:
             return _deny(harness, verdict.deny)
         rescued, dirs = verdict.rescued, verdict.dirs
-    _mark_start(event, sid, dirs, rescued)
+        if verdict.rescues:
+            receipts = _leave_receipts(event, sid, verdict.rescues)
+    _mark_start(event, sid, dirs, rescued, receipts)
     if rescued and harness == "claude":
         return _emit("PreToolUse", additionalContext=_rescue_context(rescued))
     for line in rescued:
@@ -290,8 +296,38 @@ def _marker_path(event: dict[str, Any], sid: str | None) -> str | None:
     return os.path.join(ledger, OBSERVE_DIR, f"{sid}.{safe}.json")
 
 
+def _leave_receipts(
+    event: dict[str, Any], sid: str | None, rescues: list[tuple[str, RescueResult]]
+) -> list[str]:
+    """What was rescued for this line, for the line's own ``guards run`` (the shim) to
+    find (guards.protect.receipts); only for a line whose end the hook will see."""
+    use_id = event.get("tool_use_id")
+    if sid is None or _marker_path(event, sid) is None or not isinstance(use_id, str):
+        return []
+    from guards.errors import GuardsError
+    from guards.protect import receipts
+
+    by_place: dict[str, list[RescueResult]] = {}
+    for where, result in rescues:
+        by_place.setdefault(where, []).append(result)
+    files = []
+    for where, results in by_place.items():
+        try:
+            written = receipts.write(where, sid, use_id, results)
+        except (GuardsError, OSError) as e:  # without it the shim rescues again: no loss
+            _say(f"guards agent-hook: cannot leave the rescue receipt ({_one_line(e)})")
+            continue
+        if written is not None:
+            files.append(written)
+    return files
+
+
 def _mark_start(
-    event: dict[str, Any], sid: str | None, dirs: list[str], rescued: list[str]
+    event: dict[str, Any],
+    sid: str | None,
+    dirs: list[str],
+    rescued: list[str],
+    receipts: list[str],
 ) -> None:
     """Remember when the line started: files changed after it are the session's doing.
 
@@ -304,7 +340,7 @@ def _mark_start(
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
-            json.dump({"dirs": dirs, "rescued": rescued}, f)
+            json.dump({"dirs": dirs, "rescued": rescued, "receipts": receipts}, f)
     except OSError as e:
         _say(f"guards agent-hook: cannot keep the start of the command ({e.strerror})")
 
@@ -325,6 +361,11 @@ def _post_shell(harness: str, event: dict[str, Any]) -> int:
     with contextlib.suppress(OSError):
         os.unlink(path)
     _sweep(os.path.dirname(path))
+    receipts = marker.get("receipts") if isinstance(marker, dict) else None
+    if isinstance(receipts, list) and receipts:
+        from guards.protect.receipts import discard
+
+        discard([str(r) for r in receipts])
     dirs = marker.get("dirs") if isinstance(marker, dict) else None
     for directory in dirs if isinstance(dirs, list) else []:
         if isinstance(directory, str):

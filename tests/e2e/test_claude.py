@@ -26,7 +26,7 @@ from tests.e2e.scenario import (
     show,
     write_work,
 )
-from tests.helpers import git
+from tests.helpers import git, run_guards
 
 Model = Callable[[list[Step]], ModelServer]
 RESCUED = "guards: rescued"
@@ -185,3 +185,23 @@ def test_shell_commands_run_as_the_session_and_the_session_ends_with_the_cli(
     assert owners(repo) == {"who.txt": me(run)}
     record = sessions(repo)[me(run)]
     assert record["liveness"] == "ended"
+
+
+# -- hooks and the shim together ---------------------------------------------------------------
+
+
+def test_hook_and_shim_rescue_the_same_work_once(
+    claude: Cli, model: Model, repo: Path, tmp_path: Path
+) -> None:
+    shim = tmp_path / "shim"
+    res = run_guards("install", "--shim", str(shim), "--no-aliases", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    write_work(repo, ALICE_WORK)
+    server = model([[shell("command -v git; git reset --hard")], say("done")])
+    claude_run(claude, repo, server, path_first=[shim])
+    news = server.at_step(1).news()
+    assert str(shim / "git") in news  # the command met the shim
+    assert (repo / "src/app.py").read_text() == FILES["src/app.py"]
+    [ref] = rescue_refs(repo)
+    assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
+    assert news.count(RESCUED) == 1
