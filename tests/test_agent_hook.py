@@ -270,6 +270,35 @@ def test_a_receipt_proves_nothing_to_another_session_or_without_its_ref(
     assert res.returncode == 0 and "guards: rescued 1 path of session alice" in res.stderr
 
 
+def test_codex_s_shim_is_identified_by_the_thread_id_and_rescues_nothing_twice(
+    repo: Path,
+) -> None:
+    """Codex has no env file for GUARDS_SESSION, but its shell commands carry
+    CODEX_THREAD_ID, the hooks' session_id."""
+    alice_dirty(repo)
+    res = send(repo, bash_event("c-1", "git reset --hard", "call_1"), harness="codex")
+    assert res.returncode == 0 and "guards: rescued" in res.stderr
+    shim = run_guards("run", "--", "reset", "--hard", cwd=repo, env={"CODEX_THREAD_ID": "c-1"})
+    assert shim.returncode == 0 and "guards:" not in shim.stderr, shim.stderr
+    assert len(rescue_refs(repo)) == 1
+
+
+@pytest.mark.parametrize(
+    ("env", "caller"),
+    [
+        ({"CODEX_THREAD_ID": "t-1"}, "codex-t-1"),
+        ({"CLAUDE_CODE_SESSION_ID": "9f1c"}, "claude-9f1c"),
+        ({"CLAUDE_CODE_SESSION_ID": "9f1c", "GUARDS_SESSION": "me"}, "me"),
+        ({}, None),
+    ],
+)
+def test_a_harness_shell_command_runs_as_its_session(
+    repo: Path, env: dict[str, str], caller: str | None
+) -> None:
+    res = run_guards("status", "--json", cwd=repo, env=env)
+    assert json.loads(res.stdout)["caller"] == caller
+
+
 def test_guards_disable_lets_everything_through(repo: Path) -> None:
     alice_dirty(repo)
     res = send(

@@ -31,6 +31,9 @@ import json
 import os
 import sys
 
+from guards.state.identity import MAX_ID_LENGTH as MAX_ID_LENGTH
+from guards.state.identity import session_for as session_for
+
 #: ``typing`` stays out of the hot path (mypy reads this name as True).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -151,33 +154,6 @@ def _malformed(raw: bytes, problem: str) -> int:
 
 
 # -- identity --------------------------------------------------------------------------
-
-
-#: guards.state.session.MAX_ID_LENGTH (not imported: it would cost the hot path)
-MAX_ID_LENGTH = 128
-_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:@+=-")
-
-
-def session_for(harness: str, harness_session: str) -> str:
-    """The guards session id of a harness session: ``<harness>-<id>``.
-
-    Runs of characters a session id cannot hold become one ``-``; an id too long to fit
-    keeps its beginning plus a digest of the whole, so that distinct ids stay distinct.
-    """
-    out: list[str] = []
-    for c in harness_session.strip():
-        if c in _ID_CHARS:
-            out.append(c)
-        elif not out or out[-1] != "-":
-            out.append("-")
-    cleaned = "".join(out).strip("-") or "unnamed"
-    candidate = f"{harness}-{cleaned}"
-    if len(candidate) > MAX_ID_LENGTH:
-        import hashlib
-
-        digest = hashlib.sha256(harness_session.encode("utf-8", "surrogateescape")).hexdigest()
-        candidate = f"{candidate[: MAX_ID_LENGTH - 17]}-{digest[:16]}"
-    return candidate
 
 
 def session_of(harness: str, event: dict[str, Any]) -> str | None:
