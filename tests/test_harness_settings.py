@@ -87,7 +87,8 @@ def test_codex_install_writes_hooks_json_with_apply_patch(repo: Path) -> None:
     assert res.returncode == 0, res.stderr
     doc = json.loads((repo / ".codex/hooks.json").read_text())
     assert our_commands(doc)["PostToolUse"] == ["Bash|apply_patch"]
-    assert "SessionEnd" not in doc["hooks"]
+    # Codex 0.171 sends SessionEnd, and clamps (and reports) a timeout over 3 s.
+    assert doc["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] == 3
     assert doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"].endswith("agent_hook codex")
 
 
