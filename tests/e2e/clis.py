@@ -270,3 +270,92 @@ def _killer(proc: subprocess.Popen[str], timeout: float) -> threading.Timer:
     timer.daemon = True
     timer.start()
     return timer
+
+
+def run_codex(
+    exe: Path,
+    cwd: Path,
+    prompts: list[str],
+    env: dict[str, str],
+    *,
+    timeout: float = 90,
+) -> Run:
+    """``codex exec --json``: the first prompt starts the thread, each later one resumes it
+    (``codex exec resume <thread>``), one process per prompt as a user would."""
+    run = Run(returncode=0)
+    thread: str | None = None
+    for prompt in prompts:
+        args = [str(exe), "exec", "--json", "--sandbox", "danger-full-access"]
+        if thread is not None:
+            args += ["resume", thread]
+        proc = subprocess.Popen(
+            [*args, prompt],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        timer = _killer(proc, timeout)
+        try:
+            out, err = proc.communicate()
+        finally:
+            timer.cancel()
+        run.events += [_json_line(line) for line in out.splitlines() if line.strip()]
+        run.stderr += err
+        run.returncode = proc.returncode
+        if proc.returncode != 0:
+            break
+        thread = thread or _thread_id(run)
+    return run
+
+
+def _thread_id(run: Run) -> str:
+    for event in run.events:
+        if event.get("type") == "thread.started":
+            return str(event["thread_id"])
+    raise AssertionError(f"codex announced no thread: {run.events[:3]}")
+
+
+def codex_hook_hashes(exe: Path, cwd: Path, env: dict[str, str]) -> list[dict[str, Any]]:
+    """The hooks codex sees for ``cwd`` (key, command, currentHash, trustStatus), from
+    ``codex app-server``'s ``hooks/list`` (JSON-RPC on stdio)."""
+    proc = subprocess.Popen(
+        [str(exe), "app-server"],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    timer = _killer(proc, 60)
+    try:
+        for message in (
+            {
+                "id": 1,
+                "method": "initialize",
+                "params": {"clientInfo": {"name": "t", "version": "0"}},
+            },
+            {"method": "initialized"},
+            {"id": 2, "method": "hooks/list", "params": {"cwds": [str(cwd)]}},
+        ):
+            proc.stdin.write(json.dumps(message) + "\n")
+        proc.stdin.flush()
+        for line in proc.stdout:
+            answer = _json_line(line)
+            if answer.get("id") == 2:
+                hooks: list[dict[str, Any]] = []
+                for entry in answer["result"]["data"]:
+                    hooks += entry["hooks"]
+                return hooks
+        raise AssertionError("codex app-server ended without answering hooks/list")
+    finally:
+        timer.cancel()
+        proc.stdin.close()
+        _kill(proc)
+        proc.wait()
