@@ -359,3 +359,33 @@ def codex_hook_hashes(exe: Path, cwd: Path, env: dict[str, str]) -> list[dict[st
         proc.stdin.close()
         _kill(proc)
         proc.wait()
+
+
+def run_gemini(
+    exe: Path,
+    cwd: Path,
+    prompt: str,
+    env: dict[str, str],
+    *,
+    timeout: float = 120,
+) -> Run:
+    """``gemini -p --approval-mode yolo`` (headless, without yolo no shell or write tool),
+    its events as stream-json."""
+    args = [str(exe), "-p", prompt, "--approval-mode", "yolo", "--output-format", "stream-json"]
+    proc = subprocess.Popen(
+        args,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    timer = _killer(proc, timeout)
+    try:
+        out, err = proc.communicate()
+    finally:
+        timer.cancel()
+    events = [_json_line(line) for line in out.splitlines() if line.strip()]
+    return Run(returncode=proc.returncode, events=events, stderr=err)

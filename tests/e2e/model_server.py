@@ -562,7 +562,7 @@ def schema_example(schema: Any) -> Any:
     if kind == "array":
         return [schema_example(schema.get("items"))]
     if kind in ("integer", "number"):
-        return 0
+        return 1  # Gemini's router wants a complexity score of 1-100
     if kind == "boolean":
         return False
     return DONE

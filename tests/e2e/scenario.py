@@ -29,8 +29,9 @@ def project(path: Path, *install: str) -> Path:
     repo = make_repo(path, FILES)
     res = run_guards("install", *install, cwd=repo)
     assert res.returncode == 0, res.stderr
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "guards hooks")
+    if git(repo, "status", "--porcelain"):  # the harness's settings
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", "guards hooks")
     assert git(repo, "status", "--porcelain") == ""
     return repo
 
