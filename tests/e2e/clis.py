@@ -33,6 +33,20 @@ PACKAGES = {
     "codex": "@openai/codex",
     "gemini": "@google/gemini-cli",
 }
+#: An unreachable registry fails in seconds, not after npm's minutes of retries.
+FAIL_FAST = [
+    "--fetch-retries=1",
+    "--fetch-retry-mintimeout=1000",
+    "--fetch-retry-maxtimeout=5000",
+]
+NETWORK_ERRORS = (
+    "ECONNREFUSED",
+    "ENOTFOUND",
+    "ETIMEDOUT",
+    "EAI_AGAIN",
+    "ECONNRESET",
+    "ENETUNREACH",
+)
 #: Seconds a failed install is remembered before the next run tries again.
 RETRY_AFTER = 600
 INSTALL_TIMEOUT = 900
@@ -82,7 +96,8 @@ def _npm_install(packages: list[str]) -> str:
     if npm is None:
         return "npm is not on PATH"
     NPM_CACHE.mkdir(parents=True, exist_ok=True)
-    cmd = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(NPM_CACHE), *packages]
+    cmd = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(NPM_CACHE), *FAIL_FAST]
+    cmd += packages
     try:
         res = subprocess.run(
             cmd,
@@ -96,11 +111,15 @@ def _npm_install(packages: list[str]) -> str:
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"npm install failed: {e}"
     if res.returncode != 0:
-        lines = [line for line in res.stderr.splitlines() if "ERR" in line] or [res.stderr]
-        return f"npm install {' '.join(packages)} exited {res.returncode}: " + " ".join(
-            line.strip() for line in lines[:3]
-        )
+        lines = [line for line in res.stderr.splitlines() if line.startswith("npm err")]
+        said = "; ".join(line.strip() for line in (lines or res.stderr.splitlines())[:4])
+        return f"npm install {' '.join(packages)} exited {res.returncode}: {said}"
     return ""
+
+
+def _unreachable(problem: str) -> bool:
+    """npm could not reach the registry at all (then one package is no better)."""
+    return any(code in problem for code in NETWORK_ERRORS)
 
 
 def install_clis() -> dict[str, Cli]:
@@ -114,7 +133,8 @@ def install_clis() -> dict[str, Cli]:
         to_install = [name for name in missing if name not in failures]
         if to_install:
             problem = _npm_install([PACKAGES[n] for n in to_install])
-            if problem and len(to_install) > 1:  # one bad package must not cost the others
+            if problem and len(to_install) > 1 and not _unreachable(problem):
+                # one bad package must not cost the others
                 problems = {n: _npm_install([PACKAGES[n]]) for n in to_install}
             else:
                 problems = dict.fromkeys(to_install, problem)
