@@ -147,11 +147,6 @@ class ModelServer:
         """The agent loop's requests (those offering tools), in order."""
         return [r for r in self.requests if r.offers_tools]
 
-    def last(self) -> Request:
-        main = self.main_requests
-        assert main, f"the CLI never asked the model anything with tools: {self.requests}"
-        return main[-1]
-
     def answered_steps(self) -> list[int]:
         return [r.step for r in self.main_requests if r.step is not None]
 
