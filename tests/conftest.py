@@ -2,7 +2,7 @@
 
 Temp ``HOME`` and XDG dirs, no system config, an empty template dir, fixed identities
 and dates, ``GIT_EDITOR=false`` (an unexpected editor fails at once), and none of the
-caller's ``GIT_*`` or ``GUARDS_*`` variables.
+caller's ``GIT_*`` or ``GUARDS_*`` variables (nor an agent harness's session id).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from guards import git as guards_git
+from guards.state.identity import HARNESS_SESSION_ENV
 from tests.helpers import PROJECT_ROOT, make_repo
 
 _SEAL = {
@@ -32,6 +33,15 @@ _SEAL = {
 }
 
 
+#: Also gone: an agent harness's session variables (guards reads its caller from them
+#: when the suite itself runs in an agent's shell).
+_UNSEALED = {
+    "NO_COLOR",
+    "XDG_CONFIG_DIRS",
+    *(name for _harness, name in HARNESS_SESSION_ENV),
+}
+
+
 @pytest.fixture(autouse=True)
 def hermetic_seal(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
@@ -39,7 +49,7 @@ def hermetic_seal(
     home = tmp_path_factory.mktemp("home")
     templates = tmp_path_factory.mktemp("git-templates")
     for name in list(os.environ):
-        if name.startswith(("GIT_", "GUARDS_")) or name in {"NO_COLOR", "XDG_CONFIG_DIRS"}:
+        if name.startswith(("GIT_", "GUARDS_")) or name in _UNSEALED:
             monkeypatch.delenv(name)
     monkeypatch.setenv("HOME", str(home))
     for xdg in ("CONFIG", "DATA", "STATE", "CACHE"):

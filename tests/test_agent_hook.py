@@ -153,6 +153,20 @@ def test_files_a_shell_command_changes_are_attributed_to_its_session(repo: Path)
     assert list((repo / ".git/guards/observe").iterdir()) == []  # the marker is gone
 
 
+def test_a_failing_shell_command_s_files_are_attributed_and_its_marker_removed(
+    repo: Path,
+) -> None:
+    """Claude sends PostToolUseFailure, not PostToolUse, when the command exits non-zero."""
+    pre = bash_event("bob", "echo half > half.txt; exit 3", "toolu_8")
+    assert send(repo, pre).stdout == ""
+    subprocess.run(["bash", "-c", pre["tool_input"]["command"]], cwd=repo, check=False)
+    failure = {**pre, "hook_event_name": "PostToolUseFailure", "error": "Exit code 3"}
+    res = send(repo, failure)
+    assert (res.returncode, res.stdout) == (0, ""), res.stderr
+    assert owners(repo) == {"half.txt": BOB}
+    assert list((repo / ".git/guards/observe").iterdir()) == []
+
+
 # -- guarding shell lines ----------------------------------------------------------------
 
 
@@ -198,6 +212,93 @@ def test_codex_hears_about_the_rescue_after_the_command(repo: Path) -> None:
     assert "guards: rescued 1 path of session alice" in answer(post)["additionalContext"]
 
 
+def rescue_refs(repo: Path) -> list[str]:
+    return git(repo, "for-each-ref", "--format=%(refname)", "refs/rescue").split()
+
+
+def hook_rescues(repo: Path) -> None:
+    """The hook guards `git reset --hard` (alice's work is rescued, the line may run)."""
+    answer(send(repo, bash_event("bob", "git reset --hard", "toolu_9")))
+    assert len(rescue_refs(repo)) == 1
+
+
+def shim_runs(repo: Path, session: str = BOB) -> subprocess.CompletedProcess[str]:
+    """The line's own git is the shim: `guards run` in the session's environment."""
+    return run_guards("run", "--", "reset", "--hard", cwd=repo, env={"GUARDS_SESSION": session})
+
+
+@pytest.mark.parametrize("staged", [False, True])
+def test_the_shim_inside_the_hooked_command_does_not_rescue_the_same_work_again(
+    repo: Path, staged: bool
+) -> None:
+    if staged:  # the index holds one version, the work tree another: both must match
+        (repo / "src/app.py").write_text("print('alice, staged')\n")
+        git(repo, "add", "src/app.py")
+    alice_dirty(repo)
+    hook_rescues(repo)
+    res = shim_runs(repo)
+    assert res.returncode == 0 and "guards:" not in res.stderr, res.stderr
+    [ref] = rescue_refs(repo)
+    assert git(repo, "show", f"{ref}:src/app.py") == "print('alice')\n"
+    assert (repo / "src/app.py").read_text() == "print('hi')\n"  # git ran
+    receipts = repo / ".git/guards/receipts"
+    assert len(list(receipts.iterdir())) == 1
+    post = {**bash_event("bob", "git reset --hard", "toolu_9"), "hook_event_name": "PostToolUse"}
+    assert send(repo, post).returncode == 0
+    assert list(receipts.iterdir()) == []  # the command ended: its receipt went with it
+
+
+def test_work_written_after_the_hook_rescued_is_rescued_again_by_the_shim(repo: Path) -> None:
+    alice_dirty(repo)
+    hook_rescues(repo)
+    (repo / "src/app.py").write_text("print('carol, after the hook')\n")
+    res = shim_runs(repo)
+    assert res.returncode == 0 and "guards: rescued 1 path" in res.stderr
+    contents = sorted(git(repo, "show", f"{ref}:src/app.py") for ref in rescue_refs(repo))
+    assert contents == ["print('alice')\n", "print('carol, after the hook')\n"]
+
+
+@pytest.mark.parametrize("why", ["another session", "the ref is gone"])
+def test_a_receipt_proves_nothing_to_another_session_or_without_its_ref(
+    repo: Path, why: str
+) -> None:
+    alice_dirty(repo)
+    hook_rescues(repo)
+    if why == "the ref is gone":
+        git(repo, "update-ref", "-d", rescue_refs(repo)[0])
+    res = shim_runs(repo, "carol" if why == "another session" else BOB)
+    assert res.returncode == 0 and "guards: rescued 1 path of session alice" in res.stderr
+
+
+def test_codex_s_shim_is_identified_by_the_thread_id_and_rescues_nothing_twice(
+    repo: Path,
+) -> None:
+    """Codex has no env file for GUARDS_SESSION, but its shell commands carry
+    CODEX_THREAD_ID, the hooks' session_id."""
+    alice_dirty(repo)
+    res = send(repo, bash_event("c-1", "git reset --hard", "call_1"), harness="codex")
+    assert res.returncode == 0 and "guards: rescued" in res.stderr
+    shim = run_guards("run", "--", "reset", "--hard", cwd=repo, env={"CODEX_THREAD_ID": "c-1"})
+    assert shim.returncode == 0 and "guards:" not in shim.stderr, shim.stderr
+    assert len(rescue_refs(repo)) == 1
+
+
+@pytest.mark.parametrize(
+    ("env", "caller"),
+    [
+        ({"CODEX_THREAD_ID": "t-1"}, "codex-t-1"),
+        ({"CLAUDE_CODE_SESSION_ID": "9f1c"}, "claude-9f1c"),
+        ({"CLAUDE_CODE_SESSION_ID": "9f1c", "GUARDS_SESSION": "me"}, "me"),
+        ({}, None),
+    ],
+)
+def test_a_harness_shell_command_runs_as_its_session(
+    repo: Path, env: dict[str, str], caller: str | None
+) -> None:
+    res = run_guards("status", "--json", cwd=repo, env=env)
+    assert json.loads(res.stdout)["caller"] == caller
+
+
 def test_guards_disable_lets_everything_through(repo: Path) -> None:
     alice_dirty(repo)
     res = send(
@@ -212,7 +313,11 @@ def test_guards_disable_lets_everything_through(repo: Path) -> None:
 # -- sessions and the frame ------------------------------------------------------------------
 
 
-def test_session_start_gives_the_frame_and_exports_the_identity(repo: Path, tmp_path: Path) -> None:
+def test_session_start_registers_the_session_and_exports_the_identity_without_a_frame(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The first prompt's UserPromptSubmit frames the turn: at SessionStart as well, the
+    frame reached the model twice (Claude Code delivers both contexts)."""
     alice_dirty(repo)
     env_file = tmp_path / "claude-env"
     res = send(
@@ -221,13 +326,14 @@ def test_session_start_gives_the_frame_and_exports_the_identity(repo: Path, tmp_
         env={"CLAUDE_ENV_FILE": str(env_file)},
         fast=False,
     )
-    out = answer(res)
-    assert out["hookEventName"] == "SessionStart"
-    assert out["additionalContext"].startswith("[Workspace: 1 uncommitted change present")
-    assert "src/app.py" in out["additionalContext"] and "session alice" in out["additionalContext"]
+    assert (res.returncode, res.stdout) == (0, ""), res.stderr
     assert env_file.read_text() == f"export GUARDS_SESSION={BOB}\n"
     sessions = json.loads(run_guards("session", "list", "--json", cwd=repo).stdout)["sessions"]
     assert BOB in {s["id"] for s in sessions}
+    prompt = {"session_id": "bob", "hook_event_name": "UserPromptSubmit", "prompt": "hi"}
+    out = answer(send(repo, prompt))
+    assert out["additionalContext"].startswith("[Workspace: 1 uncommitted change present")
+    assert "src/app.py" in out["additionalContext"] and "session alice" in out["additionalContext"]
 
 
 def test_user_prompt_submit_frames_the_turn_and_is_silent_when_clean(repo: Path) -> None:

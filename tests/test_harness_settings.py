@@ -43,6 +43,7 @@ def test_claude_project_install_merges_and_uninstall_restores_the_users_file(
     assert our_commands(doc) == {
         "PreToolUse": ["Bash"],
         "PostToolUse": ["Bash|Write|Edit|MultiEdit|NotebookEdit"],
+        "PostToolUseFailure": ["Bash"],
         "SessionStart": [""],
         "UserPromptSubmit": [""],
         "SessionEnd": [""],
@@ -54,6 +55,19 @@ def test_claude_project_install_merges_and_uninstall_restores_the_users_file(
     res = run_guards("uninstall", "--claude", cwd=repo)
     assert res.returncode == 0, res.stderr
     assert json.loads(settings.read_text()) == USERS_OWN
+
+
+def test_reinstall_adds_the_events_a_newer_guards_hooks(repo: Path) -> None:
+    """Settings written by an older guards lack PostToolUseFailure: install adds it alone."""
+    assert run_guards("install", "--claude", "--no-aliases", cwd=repo).returncode == 0
+    settings = repo / ".claude/settings.json"
+    doc = json.loads(settings.read_text())
+    del doc["hooks"]["PostToolUseFailure"]
+    settings.write_text(json.dumps(doc))
+    res = run_guards("install", "--claude", "--no-aliases", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    assert "hooks (PostToolUseFailure)" in res.stdout
+    assert our_commands(json.loads(settings.read_text()))["PostToolUseFailure"] == ["Bash"]
 
 
 def test_claude_user_install_writes_the_home_settings(repo: Path, hermetic_seal: Path) -> None:
@@ -73,7 +87,8 @@ def test_codex_install_writes_hooks_json_with_apply_patch(repo: Path) -> None:
     assert res.returncode == 0, res.stderr
     doc = json.loads((repo / ".codex/hooks.json").read_text())
     assert our_commands(doc)["PostToolUse"] == ["Bash|apply_patch"]
-    assert "SessionEnd" not in doc["hooks"]
+    # Codex 0.171 sends SessionEnd, and clamps (and reports) a timeout over 3 s.
+    assert doc["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] == 3
     assert doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"].endswith("agent_hook codex")
 
 

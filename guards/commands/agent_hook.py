@@ -5,14 +5,19 @@ One entry point for every hook event the harness sends:
 - ``PreToolUse`` / shell tool: every git invocation in the line that could destroy
   work is guarded before the line runs (rescue then let it run, saying what was
   rescued; or deny with the reason). A line that could run git but cannot be read is
-  treated as destructive. The line's start time is kept for observed attribution.
+  treated as destructive. The line's start time is kept for observed attribution, and a
+  receipt of each rescue for the line's own ``guards run`` (the shim), which then does
+  not rescue the same work again (guards.protect.receipts).
 - ``PostToolUse`` / Write, Edit, MultiEdit, NotebookEdit (Claude), ``apply_patch``
   (Codex): the edited files are recorded for the session (exact attribution).
-- ``PostToolUse`` / shell tool: files that changed while the line ran are attributed
-  to the session (observed attribution).
-- ``SessionStart``, ``UserPromptSubmit``: the frame as additional context;
-  SessionStart also exports ``GUARDS_SESSION`` to the session's later shell commands
-  through ``CLAUDE_ENV_FILE``.
+- ``PostToolUse`` / shell tool, and Claude's ``PostToolUseFailure`` (sent instead of
+  PostToolUse when the line exits non-zero): files that changed while the line ran are
+  attributed to the session (observed attribution).
+- ``SessionStart``: the session is registered, and its later shell commands get
+  ``GUARDS_SESSION`` through ``CLAUDE_ENV_FILE``.
+- ``UserPromptSubmit``: the frame as additional context, once per prompt. (Not at
+  SessionStart as well: both contexts reach the first request, and a frame taken at
+  start-up may be long stale when the first prompt comes.)
 - ``SessionEnd``: the session is marked ended. Any other event: exit 0, no output.
 
 The hot path (a shell line that does not mention git) imports nothing but ``json``
@@ -26,12 +31,16 @@ import json
 import os
 import sys
 
+from guards.state.identity import MAX_ID_LENGTH as MAX_ID_LENGTH
+from guards.state.identity import session_for as session_for
+
 #: ``typing`` stays out of the hot path (mypy reads this name as True).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from typing import Any
 
+    from guards.protect.rescue import RescueResult
     from guards.state.workspace import Workspace
 
 HELP = "entry point for Claude Code / Codex hooks (hook JSON on stdin)"
@@ -43,6 +52,9 @@ SHELL_TOOLS = frozenset({"Bash", "shell", "local_shell", "exec_command", "unifie
 EDIT_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path"}
 NOTEBOOK_TOOLS = {"NotebookEdit": "notebook_path"}
 PATCH_TOOLS = frozenset({"apply_patch"})
+#: The events that end a shell line: Claude sends PostToolUseFailure instead of
+#: PostToolUse when the line exits non-zero (its files are the session's all the same).
+SHELL_ENDS = frozenset({"PostToolUse", "PostToolUseFailure"})
 #: A hook that failed without deciding anything: the harness shows stderr and goes on.
 HOOK_ERROR = 1
 #: The harnesses' "block this" exit status (stderr is the reason given to the agent).
@@ -85,14 +97,16 @@ def _dispatch(harness: str, name: str, event: dict[str, Any]) -> int:
     tool = event.get("tool_name")
     if name == "PreToolUse" and tool in SHELL_TOOLS:
         return _pre_shell(harness, event)
-    if name == "PostToolUse" and tool in SHELL_TOOLS:
+    if name in SHELL_ENDS and tool in SHELL_TOOLS:
         return _post_shell(harness, event)
     if name == "PostToolUse" and (tool in EDIT_TOOLS or tool in NOTEBOOK_TOOLS):
         return _post_edit(harness, event)
     if name == "PostToolUse" and tool in PATCH_TOOLS:
         return _post_patch(harness, event)
-    if name in ("SessionStart", "UserPromptSubmit"):
-        return _frame_event(harness, name, event)
+    if name == "SessionStart":
+        return _session_start(harness, event)
+    if name == "UserPromptSubmit":
+        return _frame_event(harness, event)
     if name == "SessionEnd":
         return _session_end(harness, event)
     return 0
@@ -140,33 +154,6 @@ def _malformed(raw: bytes, problem: str) -> int:
 
 
 # -- identity --------------------------------------------------------------------------
-
-
-#: guards.state.session.MAX_ID_LENGTH (not imported: it would cost the hot path)
-MAX_ID_LENGTH = 128
-_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:@+=-")
-
-
-def session_for(harness: str, harness_session: str) -> str:
-    """The guards session id of a harness session: ``<harness>-<id>``.
-
-    Runs of characters a session id cannot hold become one ``-``; an id too long to fit
-    keeps its beginning plus a digest of the whole, so that distinct ids stay distinct.
-    """
-    out: list[str] = []
-    for c in harness_session.strip():
-        if c in _ID_CHARS:
-            out.append(c)
-        elif not out or out[-1] != "-":
-            out.append("-")
-    cleaned = "".join(out).strip("-") or "unnamed"
-    candidate = f"{harness}-{cleaned}"
-    if len(candidate) > MAX_ID_LENGTH:
-        import hashlib
-
-        digest = hashlib.sha256(harness_session.encode("utf-8", "surrogateescape")).hexdigest()
-        candidate = f"{candidate[: MAX_ID_LENGTH - 17]}-{digest[:16]}"
-    return candidate
 
 
 def session_of(harness: str, event: dict[str, Any]) -> str | None:
@@ -219,6 +206,7 @@ def _pre_shell(harness: str, event: dict[str, Any]) -> int:
     sid = _identify(harness, event)
     rescued: list[str] = []
     dirs = [cwd]
+    receipts: list[str] = []
     if "git" in command.lower():
         from guards.protect.guard import guard_line
 
@@ -226,7 +214,9 @@ def _pre_shell(harness: str, event: dict[str, Any]) -> int:
         if verdict.deny:
             return _deny(harness, verdict.deny)
         rescued, dirs = verdict.rescued, verdict.dirs
-    _mark_start(event, sid, dirs, rescued)
+        if verdict.rescues:
+            receipts = _leave_receipts(event, sid, verdict.rescues)
+    _mark_start(event, sid, dirs, rescued, receipts)
     if rescued and harness == "claude":
         return _emit("PreToolUse", additionalContext=_rescue_context(rescued))
     for line in rescued:
@@ -282,8 +272,38 @@ def _marker_path(event: dict[str, Any], sid: str | None) -> str | None:
     return os.path.join(ledger, OBSERVE_DIR, f"{sid}.{safe}.json")
 
 
+def _leave_receipts(
+    event: dict[str, Any], sid: str | None, rescues: list[tuple[str, RescueResult]]
+) -> list[str]:
+    """What was rescued for this line, for the line's own ``guards run`` (the shim) to
+    find (guards.protect.receipts); only for a line whose end the hook will see."""
+    use_id = event.get("tool_use_id")
+    if sid is None or _marker_path(event, sid) is None or not isinstance(use_id, str):
+        return []
+    from guards.errors import GuardsError
+    from guards.protect import receipts
+
+    by_place: dict[str, list[RescueResult]] = {}
+    for where, result in rescues:
+        by_place.setdefault(where, []).append(result)
+    files = []
+    for where, results in by_place.items():
+        try:
+            written = receipts.write(where, sid, use_id, results)
+        except (GuardsError, OSError) as e:  # without it the shim rescues again: no loss
+            _say(f"guards agent-hook: cannot leave the rescue receipt ({_one_line(e)})")
+            continue
+        if written is not None:
+            files.append(written)
+    return files
+
+
 def _mark_start(
-    event: dict[str, Any], sid: str | None, dirs: list[str], rescued: list[str]
+    event: dict[str, Any],
+    sid: str | None,
+    dirs: list[str],
+    rescued: list[str],
+    receipts: list[str],
 ) -> None:
     """Remember when the line started: files changed after it are the session's doing.
 
@@ -296,7 +316,7 @@ def _mark_start(
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
-            json.dump({"dirs": dirs, "rescued": rescued}, f)
+            json.dump({"dirs": dirs, "rescued": rescued, "receipts": receipts}, f)
     except OSError as e:
         _say(f"guards agent-hook: cannot keep the start of the command ({e.strerror})")
 
@@ -317,6 +337,11 @@ def _post_shell(harness: str, event: dict[str, Any]) -> int:
     with contextlib.suppress(OSError):
         os.unlink(path)
     _sweep(os.path.dirname(path))
+    receipts = marker.get("receipts") if isinstance(marker, dict) else None
+    if isinstance(receipts, list) and receipts:
+        from guards.protect.receipts import discard
+
+        discard([str(r) for r in receipts])
     dirs = marker.get("dirs") if isinstance(marker, dict) else None
     for directory in dirs if isinstance(dirs, list) else []:
         if isinstance(directory, str):
@@ -488,11 +513,21 @@ def frame_text(cwd: str, caller: str | None) -> str:
     return frame.render(found, frame.configured_max_paths(repo))
 
 
-def _frame_event(harness: str, name: str, event: dict[str, Any]) -> int:
+def _session_start(harness: str, event: dict[str, Any]) -> int:
+    sid = _identify(harness, event)
+    _export_identity(sid)
+    from guards.errors import GuardsError
+
+    try:
+        _touch(_cwd(event), sid, label=f"{harness} session")
+    except GuardsError as e:  # never blocks the session
+        _say(f"guards agent-hook: session start: {_one_line(e)}")
+    return 0
+
+
+def _frame_event(harness: str, event: dict[str, Any]) -> int:
     sid = _identify(harness, event)
     cwd = _cwd(event)
-    if name == "SessionStart":
-        _export_identity(sid)
     from guards.errors import GuardsError
 
     try:
@@ -503,7 +538,7 @@ def _frame_event(harness: str, name: str, event: dict[str, Any]) -> int:
         return 0
     if not text:
         return 0
-    return _emit(name, additionalContext=text)
+    return _emit("UserPromptSubmit", additionalContext=text)
 
 
 def _export_identity(sid: str | None) -> None:

@@ -36,6 +36,8 @@ OURS = re.compile(r"guards(?:\.commands\.agent_hook| agent-hook) (?:claude|codex
 CLAUDE_EVENTS: dict[str, str | None] = {
     "PreToolUse": "Bash",
     "PostToolUse": "Bash|Write|Edit|MultiEdit|NotebookEdit",
+    # Sent instead of PostToolUse after a failing command: its files still get attributed.
+    "PostToolUseFailure": "Bash",
     "SessionStart": None,
     "UserPromptSubmit": None,
     "SessionEnd": None,
@@ -45,10 +47,13 @@ CODEX_EVENTS: dict[str, str | None] = {
     "PostToolUse": "Bash|apply_patch",
     "SessionStart": None,
     "UserPromptSubmit": None,
+    "SessionEnd": None,
 }
 EVENTS = {"claude": CLAUDE_EVENTS, "codex": CODEX_EVENTS}
 #: Seconds the harness waits for us (a rescue of a large tree takes a while).
 TIMEOUT = 60
+#: Codex clamps a SessionEnd hook's timeout to 3 s, and says so as an error item.
+EVENT_TIMEOUTS = {("codex", "SessionEnd"): 3}
 
 
 def hook_command(harness: str) -> str:
@@ -95,7 +100,8 @@ def merge(doc: dict[str, Any], harness: str, command: str) -> list[str]:
         if present:
             continue
         group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
-        group["hooks"] = [{"type": "command", "command": command, "timeout": TIMEOUT}]
+        timeout = EVENT_TIMEOUTS.get((harness, event), TIMEOUT)
+        group["hooks"] = [{"type": "command", "command": command, "timeout": timeout}]
         groups.append(group)
         added.append(event)
     return added

@@ -99,6 +99,13 @@ def protect(cmd: GitCommand, radius: BlastRadius, *, report: bool = True) -> lis
     """
     ws = Workspace.open(cwd=radius.worktree or cmd.cwd)
     at_risk = [a for a in classify_radius(ws, radius) if a.ownership is not Ownership.MINE]
+    if at_risk:
+        # The caller's harness hook may have rescued this very content for the command
+        # that runs us (the shim inside an agent's shell line): not twice.
+        from guards.protect.receipts import already_rescued
+
+        held = already_rescued(ws, [a.path for a in at_risk])
+        at_risk = [a for a in at_risk if a.path not in held]
     commits = list(radius.commits)
     if not at_risk and not commits:
         return []

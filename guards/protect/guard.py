@@ -63,13 +63,15 @@ UNKNOWN_WORD = "guards-unknown-word"
 class Verdict(MutableValue):
     """What the hook answers for a shell line."""
 
-    __slots__ = ("deny", "dirs", "rescued")
+    __slots__ = ("deny", "dirs", "rescued", "rescues")
 
     def __init__(self, dirs: list[str] | None = None) -> None:
         #: Why the line must not run (None: it may run).
         self.deny: str | None = None
         #: One line per rescue (``guards: rescued ... to <ref>; restore: ...``).
         self.rescued: list[str] = []
+        #: The rescues themselves, each with a directory of the repository it was made in.
+        self.rescues: list[tuple[str, RescueResult]] = []
         #: The directories the line works in (its start and each ``cd``).
         self.dirs = [] if dirs is None else dirs
 
@@ -216,7 +218,7 @@ def _guard_call(
         # of that work tree is at risk.
         _guard_everything(cmd.cwd, cmd_env, call.text(), verdict, guarded_everything, cmd=cmd)
         return True
-    _report(guard_command(cmd, report=False), verdict)
+    _report(guard_command(cmd, report=False), verdict, cmd.cwd)
     return True
 
 
@@ -278,10 +280,11 @@ def _guard_everything(
         )
     radius = BlastRadius(worktree=toplevel, losses=[], everything=True)
     with cmdline.command_environment(cmd):
-        _report(decide.protect(cmd, radius, report=False), verdict)
+        _report(decide.protect(cmd, radius, report=False), verdict, toplevel)
 
 
-def _report(results: list[RescueResult], verdict: Verdict) -> None:
+def _report(results: list[RescueResult], verdict: Verdict, where: str) -> None:
     from guards.protect.rescue import report_line
 
     verdict.rescued += [report_line(result) for result in results]
+    verdict.rescues += [(where, result) for result in results]

@@ -1,7 +1,9 @@
 """Sessions: one writer each (an agent run, a harness seat, a person's shell).
 
-The caller's identity is ``GUARDS_SESSION``. Without it the caller is *unidentified*
-and owns nothing: every dirty path it could destroy counts as not its own.
+The caller's identity is ``GUARDS_SESSION``; in an agent harness's shell command without
+it, the harness session the command runs for (guards.state.identity). Without either
+the caller is *unidentified* and owns nothing: every dirty path it could destroy counts
+as not its own.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ import re
 import time
 
 from guards.errors import UsageError
+from guards.state.identity import MAX_ID_LENGTH as MAX_ID_LENGTH
+from guards.state.identity import harness_caller
 from guards.values import MutableValue, Value
 
 SESSION_ENV = "GUARDS_SESSION"
-MAX_ID_LENGTH = 128
 _ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+=-]*")
 
 
@@ -163,9 +166,12 @@ def validate_id(session_id: str, what: str = "session id") -> str:
 
 
 def caller_id() -> str | None:
-    """The calling session from ``GUARDS_SESSION``; None when unidentified."""
+    """The calling session from ``GUARDS_SESSION``, else the harness session whose shell
+    command this is; None when unidentified."""
     value = os.environ.get(SESSION_ENV, "").strip()
-    return validate_id(value, f"{SESSION_ENV} value") if value else None
+    if value:
+        return validate_id(value, f"{SESSION_ENV} value")
+    return harness_caller()
 
 
 def new_id() -> str:

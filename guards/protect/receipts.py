@@ -1,0 +1,199 @@
+"""Receipts: what a harness hook already rescued for one shell command, so that the same
+command's own guard does not rescue it a second time.
+
+The agent hook guards a shell line before the harness runs it. When the line's ``git``
+is the shim (or an alias), ``guards run`` then guards the same git command again, from
+inside the line: it finds the same foreign work still in place, and without a receipt
+rescues it again (a second ref, and a second notice to the agent, for the same bytes).
+
+A receipt states a fact, it grants nothing: "session S's command K rescued these paths
+to rescue ref R, commit C (their work-tree state), index commit I (their index state)".
+A guard running as session S (the shim runs in the harness's environment, where the
+hook exported ``GUARDS_SESSION``) counts an at-risk path as already rescued only when
+
+- a receipt of S itself, for this work tree, names the path;
+- R still points at C; and
+- the path holds now exactly what C holds (mode and blob id, or absent), and the index
+  exactly what I holds (a conflicted path never counts).
+
+Anything written since (a third writer, an earlier command of the same line) makes the
+path at risk again and it is rescued as usual. Ownership is untouched: the path stays
+the other writer's in the ledger. The hook removes its receipts when the command ends;
+the receipts of a command whose end never came are swept after a day.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+
+from guards.state.workspace import Workspace
+
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
+if TYPE_CHECKING:
+    from guards.protect.rescue import RescueResult
+    from guards.protect.snapshot import State
+
+RECEIPTS_DIR = "receipts"
+#: Receipts of commands whose end was never reported are removed after this long.
+MAX_AGE = 24 * 3600
+
+
+def _file_name(session: str, key: str) -> str:
+    safe = "".join(c if c.isalnum() or c in "-_.=@+" else "_" for c in f"{session}.{key}")
+    return safe[:200] + ".json"
+
+
+def write(directory: str, session: str, key: str, results: list[RescueResult]) -> str | None:
+    """Leave the receipt of ``results`` (rescues in the repository at ``directory``) for
+    command ``key`` of ``session``; returns its file, None when there is nothing to say."""
+    rescues = [
+        {"ref": r.ref, "commit": r.commit, "index": r.index_commit, "paths": r.paths}
+        for r in results
+        if r.index_commit is not None and r.paths
+    ]
+    if not rescues:
+        return None
+    ws = Workspace.open(cwd=directory)
+    if ws.repo.toplevel is None:
+        return None
+    folder = ws.repo.ledger_dir / RECEIPTS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / _file_name(session, key)
+    doc = {
+        "session": session,
+        "worktree": ws.repo.worktree_key,
+        "time": time.time(),
+        "rescues": rescues,
+    }
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(doc), encoding="utf-8")
+    os.replace(tmp, path)
+    return str(path)
+
+
+def discard(files: list[str]) -> None:
+    """The command ended: its receipts go (and any a day old, whoever left them)."""
+    folders = set()
+    for name in files:
+        folder = os.path.dirname(name)
+        if os.path.basename(folder) != RECEIPTS_DIR or not name.endswith(".json"):
+            continue  # not a receipt: never delete anything else
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        folders.add(folder)
+    limit = time.time() - MAX_AGE
+    for folder in folders:
+        with contextlib.suppress(OSError), os.scandir(folder) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    if entry.stat().st_mtime < limit:
+                        os.unlink(entry.path)
+
+
+def _receipts(ws: Workspace) -> list[dict[str, object]]:
+    """The caller's receipts for this work tree."""
+    if ws.caller is None or ws.repo.toplevel is None:
+        return []
+    folder = ws.repo.ledger_dir / RECEIPTS_DIR
+    found: list[dict[str, object]] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.name.endswith(".json") or entry.name.startswith("."):
+            continue
+        try:
+            with open(entry.path, encoding="utf-8") as f:
+                doc = json.load(f)
+        except (OSError, ValueError):
+            continue  # unreadable: proves nothing
+        if (
+            isinstance(doc, dict)
+            and doc.get("session") == ws.caller
+            and doc.get("worktree") == ws.repo.worktree_key
+            and isinstance(doc.get("rescues"), list)
+        ):
+            found += [r for r in doc["rescues"] if isinstance(r, dict)]
+    return found
+
+
+def already_rescued(ws: Workspace, paths: list[str]) -> set[str]:
+    """The ``paths`` (at risk, not the caller's) whose current work-tree and index state a
+    receipt of the caller proves held by a rescue ref already (a directory: every file
+    under it)."""
+    receipts = _receipts(ws)
+    if not receipts or not paths:
+        return set()
+    from guards.protect.rescue import ref_values
+    from guards.protect.snapshot import expand_paths
+
+    parts: dict[str, list[str]] = {}
+    for p in paths:
+        files, nested = expand_paths(ws.repo.worktree, [p])
+        if files and not nested:
+            parts[p] = files
+    wanted = {f for files in parts.values() for f in files}
+    refs = ref_values(ws, [str(r.get("ref")) for r in receipts])
+    held: dict[str, tuple[str, str]] = {}  # file -> (commit, index commit)
+    for r in receipts:
+        commit, index, listed = r.get("commit"), r.get("index"), r.get("paths")
+        if not isinstance(commit, str) or not isinstance(index, str):
+            continue
+        if refs.get(str(r.get("ref"))) != commit or not isinstance(listed, list):
+            continue  # the ref moved or is gone: the receipt proves nothing any more
+        for f in listed:
+            if f in wanted:
+                held.setdefault(f, (commit, index))
+    if not held:
+        return set()
+    same = _same_state(ws, held)
+    return {p for p, files in parts.items() if all(f in same for f in files)}
+
+
+def _same_state(ws: Workspace, held: dict[str, tuple[str, str]]) -> set[str]:
+    from guards.protect.snapshot import disk_states, tree_entries
+
+    repo = ws.repo
+    paths = sorted(held)
+    res = repo.run(["config", "--type=bool", "--get", "core.filemode"], check=False)
+    disk = disk_states(repo, paths, res.stdout.strip() != b"false")
+    index = _index_states(ws, paths)
+    by_commit: dict[tuple[str, str], list[str]] = {}
+    for p in paths:
+        by_commit.setdefault(held[p], []).append(p)
+    same: set[str] = set()
+    for (commit, index_commit), group in by_commit.items():
+        in_tree = tree_entries(repo, commit, group)
+        in_index = tree_entries(repo, index_commit, group)
+        for p in group:
+            if p in index and disk.get(p) == in_tree[p] and index[p] == in_index[p]:
+                same.add(p)
+    return same
+
+
+def _index_states(ws: Workspace, paths: list[str]) -> dict[str, State]:
+    """Each path's stage-0 index entry (None: not in the index); conflicted paths are
+    left out (they never count as held)."""
+    from guards import git
+    from guards.protect.snapshot import Entry
+
+    out: dict[str, State] = dict.fromkeys(paths)
+    conflicted = set()
+    for start in range(0, len(paths), 500):
+        chunk = paths[start : start + 500]
+        res = ws.repo.run(["--literal-pathspecs", "ls-files", "-s", "-z", "--", *chunk])
+        for rec in git.zsplit(res.stdout):
+            meta, _, raw = rec.partition(b"\t")
+            p = os.fsdecode(raw)
+            mode, oid, stage = meta.decode().split(" ")
+            if stage != "0":
+                conflicted.add(p)
+            elif p in out:
+                out[p] = Entry(mode, oid)
+    for p in conflicted:
+        out.pop(p, None)
+    return out

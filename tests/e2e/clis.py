@@ -1,0 +1,411 @@
+"""The real agent CLIs: installed from npm once, run headless against the fake model.
+
+The npm cache lives outside the tests' sealed HOME: ``$GUARDS_E2E_NPM_CACHE``, else
+``~/.cache/guards-e2e/npm`` of the real HOME, both read when this module is imported
+(before the seal replaces HOME). One ``npm install`` fills it, under a file lock so that
+xdist workers never install at the same time; later runs reuse it. A CLI that cannot
+be installed is skipped with npm's reason; a failed install is not retried for a few
+minutes (the other workers of the same run skip at once).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import filelock
+
+#: The environment before the seal (npm needs its own HOME, config and cache).
+REAL_ENV = dict(os.environ)
+NPM_CACHE = Path(
+    os.environ.get("GUARDS_E2E_NPM_CACHE") or Path.home() / ".cache" / "guards-e2e" / "npm"
+)
+PACKAGES = {
+    "claude": "@anthropic-ai/claude-code",
+    "codex": "@openai/codex",
+    "gemini": "@google/gemini-cli",
+}
+#: An unreachable registry fails in seconds, not after npm's minutes of retries.
+FAIL_FAST = [
+    "--fetch-retries=1",
+    "--fetch-retry-mintimeout=1000",
+    "--fetch-retry-maxtimeout=5000",
+]
+NETWORK_ERRORS = (
+    "ECONNREFUSED",
+    "ENOTFOUND",
+    "ETIMEDOUT",
+    "EAI_AGAIN",
+    "ECONNRESET",
+    "ENETUNREACH",
+)
+#: Seconds a failed install is remembered before the next run tries again.
+RETRY_AFTER = 600
+INSTALL_TIMEOUT = 900
+#: Variables of the caller's own agent setup that must not reach the CLIs under test.
+FOREIGN_PREFIXES = (
+    "ANTHROPIC_",
+    "CLAUDE",
+    "OPENAI_",
+    "CODEX_",
+    "GEMINI_",
+    "GOOGLE_",
+    "DISABLE_",
+)
+
+
+@dataclass(frozen=True)
+class Cli:
+    name: str
+    #: the executable, or None when it could not be installed
+    path: Path | None
+    version: str = ""
+    #: why it is missing
+    problem: str = ""
+
+
+def _bin(name: str) -> Path:
+    return NPM_CACHE / "node_modules" / ".bin" / name
+
+
+def _version(name: str) -> tuple[str, str]:
+    """(version, problem), from the package's own manifest (running ``gemini --version``
+    costs seconds)."""
+    exe = _bin(name)
+    manifest = NPM_CACHE / "node_modules" / PACKAGES[name] / "package.json"
+    if not exe.exists():
+        return "", f"{exe} is missing"
+    try:
+        version = json.loads(manifest.read_text())["version"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return "", f"{manifest} is unreadable ({e.__class__.__name__})"
+    return str(version), ""
+
+
+def _npm_install(packages: list[str]) -> str:
+    """npm's complaint, or "" on success."""
+    npm = shutil.which("npm", path=REAL_ENV.get("PATH"))
+    if npm is None:
+        return "npm is not on PATH"
+    NPM_CACHE.mkdir(parents=True, exist_ok=True)
+    cmd = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(NPM_CACHE), *FAIL_FAST]
+    cmd += packages
+    try:
+        res = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_TIMEOUT,
+            env=REAL_ENV,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"npm install failed: {e}"
+    if res.returncode != 0:
+        lines = [line for line in res.stderr.splitlines() if line.startswith("npm err")]
+        said = "; ".join(line.strip() for line in (lines or res.stderr.splitlines())[:4])
+        return f"npm install {' '.join(packages)} exited {res.returncode}: {said}"
+    return ""
+
+
+def _unreachable(problem: str) -> bool:
+    """npm could not reach the registry at all (then one package is no better)."""
+    return any(code in problem for code in NETWORK_ERRORS)
+
+
+def install_clis() -> dict[str, Cli]:
+    """Every CLI of :data:`PACKAGES`, installed into the cache if need be."""
+    NPM_CACHE.parent.mkdir(parents=True, exist_ok=True)
+    failures_file = NPM_CACHE.parent / f"{NPM_CACHE.name}.failed.json"
+    with filelock.FileLock(str(NPM_CACHE.parent / f"{NPM_CACHE.name}.lock"), timeout=1800):
+        found = {name: _version(name) for name in PACKAGES}
+        missing = [name for name, (_v, problem) in found.items() if problem]
+        failures = _recent_failures(failures_file)
+        to_install = [name for name in missing if name not in failures]
+        if to_install:
+            problem = _npm_install([PACKAGES[n] for n in to_install])
+            if problem and len(to_install) > 1 and not _unreachable(problem):
+                # one bad package must not cost the others
+                problems = {n: _npm_install([PACKAGES[n]]) for n in to_install}
+            else:
+                problems = dict.fromkeys(to_install, problem)
+            for name in to_install:
+                found[name] = _version(name)
+                if found[name][1]:
+                    failures[name] = {
+                        "time": time.time(),
+                        "problem": problems[name] or found[name][1],
+                    }
+            failures_file.write_text(json.dumps(failures))
+    out = {}
+    for name, (version, problem) in found.items():
+        if problem and name in failures:
+            problem = str(failures[name]["problem"])
+        out[name] = Cli(name, None if problem else _bin(name), version, problem)
+    return out
+
+
+def _recent_failures(path: Path) -> dict[str, dict[str, Any]]:
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    now = time.time()
+    return {
+        name: entry
+        for name, entry in (doc.items() if isinstance(doc, dict) else [])
+        if isinstance(entry, dict) and now - float(entry.get("time", 0)) < RETRY_AFTER
+    }
+
+
+# -- running a CLI ---------------------------------------------------------------------------
+
+
+def cli_env(extra: dict[str, str], path_first: list[Path] | None = None) -> dict[str, str]:
+    """The sealed test environment without the caller's agent settings, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(FOREIGN_PREFIXES)}
+    env.update(extra)
+    if path_first:
+        env["PATH"] = os.pathsep.join([*map(str, path_first), env.get("PATH", "")])
+    return env
+
+
+@dataclass
+class Run:
+    """One headless CLI run: its exit status, its JSON event stream, its stderr."""
+
+    returncode: int
+    events: list[dict[str, Any]] = field(default_factory=list)
+    stderr: str = ""
+
+    @property
+    def session_id(self) -> str:
+        for event in self.events:
+            sid = event.get("session_id")
+            if isinstance(sid, str) and sid:
+                return sid
+        raise AssertionError(f"no session id in the CLI's events: {self.events[:3]}")
+
+    def hooks_started(self) -> list[str]:
+        """Claude's ``--include-hook-events``: the hook events, in order (one per hook)."""
+        return [
+            str(e.get("hook_event"))
+            for e in self.events
+            if e.get("type") == "system" and e.get("subtype") == "hook_started"
+        ]
+
+    def results(self) -> list[dict[str, Any]]:
+        return [e for e in self.events if e.get("type") == "result"]
+
+
+def run_claude(
+    exe: Path,
+    cwd: Path,
+    prompts: list[str],
+    env: dict[str, str],
+    *,
+    timeout: float = 90,
+) -> Run:
+    """``claude -p`` with stream-json in and out: each prompt is sent after the previous
+    one's result, then stdin is closed and the CLI exits (SessionEnd)."""
+    args = [
+        str(exe),
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--include-hook-events",
+        "--allowedTools",
+        "Bash",
+        "Write",
+        "Edit",
+        "Read",
+    ]
+    proc = subprocess.Popen(
+        args,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    timer = _killer(proc, timeout)
+    run = Run(returncode=-1)
+    try:
+        for prompt in prompts:
+            message = {"type": "user", "message": {"role": "user", "content": prompt}}
+            proc.stdin.write(json.dumps(message) + "\n")
+            proc.stdin.flush()
+            for line in proc.stdout:
+                event = _json_line(line)
+                run.events.append(event)
+                if event.get("type") == "result":
+                    break
+            else:
+                break  # the CLI ended early: its stderr says why
+        proc.stdin.close()
+        run.events += [_json_line(line) for line in proc.stdout]
+        run.stderr = proc.stderr.read()
+        run.returncode = proc.wait()
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            _kill(proc)
+            proc.wait()
+    return run
+
+
+def _json_line(line: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(line)
+    except ValueError:
+        return {"type": "unparsed", "text": line}
+    return doc if isinstance(doc, dict) else {"type": "unparsed", "text": line}
+
+
+def _kill(proc: subprocess.Popen[str]) -> None:
+    """The CLI and everything it started (hooks, shells): its own process group."""
+    import signal
+
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _killer(proc: subprocess.Popen[str], timeout: float) -> threading.Timer:
+    timer = threading.Timer(timeout, _kill, [proc])
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def run_codex(
+    exe: Path,
+    cwd: Path,
+    prompts: list[str],
+    env: dict[str, str],
+    *,
+    timeout: float = 90,
+) -> Run:
+    """``codex exec --json``: the first prompt starts the thread, each later one resumes it
+    (``codex exec resume <thread>``), one process per prompt as a user would."""
+    run = Run(returncode=0)
+    thread: str | None = None
+    for prompt in prompts:
+        args = [str(exe), "exec", "--json", "--sandbox", "danger-full-access"]
+        if thread is not None:
+            args += ["resume", thread]
+        proc = subprocess.Popen(
+            [*args, prompt],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        timer = _killer(proc, timeout)
+        try:
+            out, err = proc.communicate()
+        finally:
+            timer.cancel()
+        run.events += [_json_line(line) for line in out.splitlines() if line.strip()]
+        run.stderr += err
+        run.returncode = proc.returncode
+        if proc.returncode != 0:
+            break
+        thread = thread or _thread_id(run)
+    return run
+
+
+def _thread_id(run: Run) -> str:
+    for event in run.events:
+        if event.get("type") == "thread.started":
+            return str(event["thread_id"])
+    raise AssertionError(f"codex announced no thread: {run.events[:3]}")
+
+
+def codex_hook_hashes(exe: Path, cwd: Path, env: dict[str, str]) -> list[dict[str, Any]]:
+    """The hooks codex sees for ``cwd`` (key, command, currentHash, trustStatus), from
+    ``codex app-server``'s ``hooks/list`` (JSON-RPC on stdio)."""
+    proc = subprocess.Popen(
+        [str(exe), "app-server"],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    timer = _killer(proc, 60)
+    try:
+        for message in (
+            {
+                "id": 1,
+                "method": "initialize",
+                "params": {"clientInfo": {"name": "t", "version": "0"}},
+            },
+            {"method": "initialized"},
+            {"id": 2, "method": "hooks/list", "params": {"cwds": [str(cwd)]}},
+        ):
+            proc.stdin.write(json.dumps(message) + "\n")
+        proc.stdin.flush()
+        for line in proc.stdout:
+            answer = _json_line(line)
+            if answer.get("id") == 2:
+                hooks: list[dict[str, Any]] = []
+                for entry in answer["result"]["data"]:
+                    hooks += entry["hooks"]
+                return hooks
+        raise AssertionError("codex app-server ended without answering hooks/list")
+    finally:
+        timer.cancel()
+        proc.stdin.close()
+        _kill(proc)
+        proc.wait()
+
+
+def run_gemini(
+    exe: Path,
+    cwd: Path,
+    prompt: str,
+    env: dict[str, str],
+    *,
+    timeout: float = 120,
+) -> Run:
+    """``gemini -p --approval-mode yolo`` (headless, without yolo no shell or write tool),
+    its events as stream-json."""
+    args = [str(exe), "-p", prompt, "--approval-mode", "yolo", "--output-format", "stream-json"]
+    proc = subprocess.Popen(
+        args,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    timer = _killer(proc, timeout)
+    try:
+        out, err = proc.communicate()
+    finally:
+        timer.cancel()
+    events = [_json_line(line) for line in out.splitlines() if line.strip()]
+    return Run(returncode=proc.returncode, events=events, stderr=err)

@@ -1,0 +1,54 @@
+"""Fixtures of the end-to-end tests: the real CLIs (installed once) and the fake model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from tests.e2e.clis import Cli, install_clis
+from tests.e2e.model_server import ModelServer, Step
+
+
+@pytest.fixture(scope="session")
+def clis() -> dict[str, Cli]:
+    return install_clis()
+
+
+def _cli(clis: dict[str, Cli], name: str) -> Cli:
+    cli = clis[name]
+    if cli.path is None:
+        pytest.skip(f"{name} CLI not available: {cli.problem}")
+    return cli
+
+
+@pytest.fixture
+def claude(clis: dict[str, Cli]) -> Cli:
+    return _cli(clis, "claude")
+
+
+@pytest.fixture
+def codex(clis: dict[str, Cli]) -> Cli:
+    return _cli(clis, "codex")
+
+
+@pytest.fixture
+def gemini(clis: dict[str, Cli]) -> Cli:
+    return _cli(clis, "gemini")
+
+
+@pytest.fixture
+def model() -> Iterator[Callable[[list[Step]], ModelServer]]:
+    """Start a fake model answering from a script; stopped (and checked) at teardown."""
+    servers: list[ModelServer] = []
+
+    def start(script: list[Step]) -> ModelServer:
+        server = ModelServer(script).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+    problems = [e for s in servers for e in s.errors]
+    assert not problems, f"the fake model saw problems: {problems}"

@@ -1,0 +1,207 @@
+"""Claude Code, the real CLI from npm, with guards' hooks installed by `guards install
+--claude`, driven headless against the scripted fake model (see HARNESSES.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from guards.commands.agent_hook import session_for
+from tests.e2e.clis import Cli, Run, cli_env, run_claude
+from tests.e2e.model_server import ModelServer, Step, say, shell
+from tests.e2e.model_server import edit as edit_file
+from tests.e2e.model_server import read as read_file
+from tests.e2e.model_server import write as write_file
+from tests.e2e.scenario import (
+    ALICE,
+    ALICE_WORK,
+    FILES,
+    observe_markers,
+    owners,
+    project,
+    rescue_refs,
+    sessions,
+    show,
+    write_work,
+)
+from tests.helpers import git, run_guards
+
+Model = Callable[[list[Step]], ModelServer]
+RESCUED = "guards: rescued"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return project(tmp_path / "repo", "--claude")
+
+
+def claude_run(
+    claude: Cli,
+    repo: Path,
+    server: ModelServer,
+    prompts: list[str] | None = None,
+    *,
+    env: dict[str, str] | None = None,
+    path_first: list[Path] | None = None,
+    cwd: Path | None = None,
+) -> Run:
+    assert claude.path is not None
+    full_env = cli_env(
+        {
+            "ANTHROPIC_BASE_URL": server.url,
+            "ANTHROPIC_API_KEY": "x",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            **(env or {}),
+        },
+        path_first,
+    )
+    run = run_claude(claude.path, cwd or repo, prompts or ["go"], full_env)
+    assert run.returncode == 0, f"claude exited {run.returncode}: {run.stderr[-2000:]}"
+    assert len(run.results()) == len(prompts or ["go"]), run.events[-3:]
+    return run
+
+
+def me(run: Run) -> str:
+    """The guards session of the run's Claude session."""
+    return session_for("claude", run.session_id)
+
+
+# -- rescue before each destructive form -----------------------------------------------------
+
+#: command -> (paths of alice's it destroys, what the work tree looks like after it ran)
+DESTRUCTIVE = {
+    "git reset --hard": (["src/app.py"], {"src/app.py": FILES["src/app.py"]}),
+    "git checkout -- .": (["src/app.py"], {"src/app.py": FILES["src/app.py"]}),
+    "git clean -fd": (["src/alice_new.py"], {"src/alice_new.py": None}),
+    "git stash -u": (
+        ["src/alice_new.py", "src/app.py"],
+        {"src/app.py": FILES["src/app.py"], "src/alice_new.py": None},
+    ),
+}
+
+
+@pytest.mark.parametrize("command", list(DESTRUCTIVE))
+def test_destructive_command_runs_after_alices_work_is_rescued_and_the_model_hears_of_it(
+    claude: Cli, model: Model, repo: Path, command: str
+) -> None:
+    write_work(repo, ALICE_WORK)
+    server = model([[shell(command)], say("done")])
+    claude_run(claude, repo, server)
+    destroyed, after = DESTRUCTIVE[command]
+    for path, content in after.items():  # the command did run
+        assert (repo / path).read_text() == content if content else not (repo / path).exists()
+    [ref] = rescue_refs(repo)
+    assert ref.startswith(f"refs/rescue/{ALICE}/")
+    for path in destroyed:
+        assert show(repo, ref, path) == ALICE_WORK[path]
+    news = server.at_step(1).news()
+    assert news.count(RESCUED) == 1 and ref in news
+    if command == "git stash -u":
+        assert git(repo, "stash", "list") != ""
+
+
+def test_block_policy_refuses_and_the_model_reads_the_reason(
+    claude: Cli, model: Model, repo: Path
+) -> None:
+    write_work(repo, ALICE_WORK)
+    server = model([[shell("git reset --hard")], say("done")])
+    claude_run(claude, repo, server, env={"GUARDS_POLICY": "block"})
+    assert (repo / "src/app.py").read_text() == ALICE_WORK["src/app.py"]
+    assert rescue_refs(repo) == []
+    news = server.at_step(1).news()
+    assert '"is_error": true' in news
+    assert "policy is block" in news and ALICE in news
+
+
+def test_a_command_run_in_another_directory_rescues_what_it_destroys_there(
+    claude: Cli, model: Model, repo: Path
+) -> None:
+    write_work(repo, {"sub/notes.txt": "alice's notes\n", "README": "alice's readme\n"})
+    server = model([[shell("cd sub && git checkout -- .")], say("done")])
+    claude_run(claude, repo, server)
+    assert (repo / "sub/notes.txt").read_text() == FILES["sub/notes.txt"]
+    assert (repo / "README").read_text() == "alice's readme\n"  # outside `sub`: untouched
+    [ref] = rescue_refs(repo)
+    assert show(repo, ref, "sub/notes.txt") == "alice's notes\n"
+    assert RESCUED in server.at_step(1).news()
+
+
+# -- attribution -------------------------------------------------------------------------
+
+
+def test_write_edit_and_shell_commands_are_attributed_to_the_session(
+    claude: Cli, model: Model, repo: Path
+) -> None:
+    write_work(repo, {"README": "alice's readme\n"})
+    script: list[Step] = [
+        [write_file(str(repo / "new.txt"), "written by claude\n")],
+        [read_file(str(repo / "src/app.py"))],  # Edit wants a Read first
+        [edit_file(str(repo / "src/app.py"), "print('hi')", "print('claude')")],
+        [shell("echo ok > made.txt")],
+        [shell("echo failing > failed.txt; exit 3")],
+        say("done"),
+    ]
+    server = model(script)
+    run = claude_run(claude, repo, server)
+    assert "PostToolUseFailure" in run.hooks_started()
+    assert owners(repo) == {
+        "README": ALICE,
+        "new.txt": me(run),
+        "src/app.py": me(run),
+        "made.txt": me(run),
+        "failed.txt": me(run),
+    }
+    assert observe_markers(repo) == []
+
+
+# -- sessions: the frame, identity, the end ------------------------------------------------
+
+
+FRAME = "[Workspace:"
+
+
+def test_the_frame_arrives_once_at_session_start_and_once_per_later_prompt(
+    claude: Cli, model: Model, repo: Path
+) -> None:
+    write_work(repo, {"README": "alice's readme\n"})
+    server = model([say("first answer"), say("second answer")])
+    claude_run(claude, repo, server, ["first prompt", "second prompt"])
+    first, second = server.at_step(0), server.at_step(1)
+    assert first.text().count(FRAME) == 1
+    assert "README" in first.text() and f"session {ALICE}" in first.text()
+    assert second.text().count(FRAME) == 2  # the first prompt's, and the second's
+
+
+def test_shell_commands_run_as_the_session_and_the_session_ends_with_the_cli(
+    claude: Cli, model: Model, repo: Path
+) -> None:
+    server = model([[shell('printf %s "$GUARDS_SESSION" > who.txt')], say("done")])
+    run = claude_run(claude, repo, server)
+    assert (repo / "who.txt").read_text() == me(run)
+    assert owners(repo) == {"who.txt": me(run)}
+    record = sessions(repo)[me(run)]
+    assert record["liveness"] == "ended"
+
+
+# -- hooks and the shim together ---------------------------------------------------------------
+
+
+def test_hook_and_shim_rescue_the_same_work_once(
+    claude: Cli, model: Model, repo: Path, tmp_path: Path
+) -> None:
+    shim = tmp_path / "shim"
+    res = run_guards("install", "--shim", str(shim), "--no-aliases", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    write_work(repo, ALICE_WORK)
+    server = model([[shell("command -v git; git reset --hard")], say("done")])
+    claude_run(claude, repo, server, path_first=[shim])
+    news = server.at_step(1).news()
+    assert str(shim / "git") in news  # the command met the shim
+    assert (repo / "src/app.py").read_text() == FILES["src/app.py"]
+    [ref] = rescue_refs(repo)
+    assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
+    assert news.count(RESCUED) == 1
