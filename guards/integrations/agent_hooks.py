@@ -1,0 +1,588 @@
+"""The agent harnesses' hook events (``guards agent-hook claude|codex``, JSON on stdin).
+
+One handler for every hook event the harness sends:
+
+- ``PreToolUse`` / shell tool: every git invocation in the line that could destroy
+  work is guarded before the line runs (rescue then let it run, saying what was
+  rescued; or deny with the reason). A line that could run git but cannot be read is
+  treated as destructive. The line's start time is kept for observed attribution, and a
+  receipt of each rescue for the line's own ``guards run`` (the shim), which then does
+  not rescue the same work again (guards.protect.receipts).
+- ``PostToolUse`` / Write, Edit, MultiEdit, NotebookEdit (Claude), ``apply_patch``
+  (Codex): the edited files are recorded for the session (exact attribution).
+- ``PostToolUse`` / shell tool, and Claude's ``PostToolUseFailure`` (sent instead of
+  PostToolUse when the line exits non-zero): files that changed while the line ran are
+  attributed to the session (observed attribution).
+- ``SessionStart``: the session is registered, and its later shell commands get
+  ``GUARDS_SESSION`` through ``CLAUDE_ENV_FILE``.
+- ``UserPromptSubmit``: the frame as additional context, once per prompt. (Not at
+  SessionStart as well: both contexts reach the first request, and a frame taken at
+  start-up may be long stale when the first prompt comes.)
+- ``SessionEnd``: the session is marked ended. Any other event: exit 0, no output.
+
+The hot path (a shell line that does not mention git) imports nothing but ``json``
+and runs no git. Run it as ``python -m guards.commands.agent_hook claude`` to skip
+the command-line parser as well.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from guards.state.identity import MAX_ID_LENGTH as MAX_ID_LENGTH
+from guards.state.identity import session_for as session_for
+
+#: ``typing`` stays out of the hot path (mypy reads this name as True).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from guards.protect.rescue import RescueResult
+    from guards.state.workspace import Workspace
+
+HARNESSES = ("claude", "codex")
+#: Tools whose input is a shell line.
+SHELL_TOOLS = frozenset({"Bash", "shell", "local_shell", "exec_command", "unified_exec"})
+#: Claude tools that name the one file they edit.
+EDIT_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path"}
+NOTEBOOK_TOOLS = {"NotebookEdit": "notebook_path"}
+PATCH_TOOLS = frozenset({"apply_patch"})
+#: The events that end a shell line: Claude sends PostToolUseFailure instead of
+#: PostToolUse when the line exits non-zero (its files are the session's all the same).
+SHELL_ENDS = frozenset({"PostToolUse", "PostToolUseFailure"})
+#: A hook that failed without deciding anything: the harness shows stderr and goes on.
+HOOK_ERROR = 1
+#: The harnesses' "block this" exit status (stderr is the reason given to the agent).
+BLOCK = 2
+OBSERVE_DIR = "observe"
+#: Markers of lines whose PostToolUse never came are removed after this long.
+OBSERVE_MAX_AGE = 24 * 3600
+
+
+def main(harness: str, raw: bytes) -> int:
+    """Answer one hook event; never raises, never prints a traceback."""
+    try:
+        event = json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        return _malformed(raw, f"hook input is not JSON ({e.__class__.__name__})")
+    if not isinstance(event, dict):
+        return _malformed(raw, "hook input is not a JSON object")
+    name = event.get("hook_event_name")
+    if not isinstance(name, str):
+        return _malformed(raw, "hook input has no hook_event_name")
+    try:
+        return _dispatch(harness, name, event)
+    except Exception as e:  # a hook must answer, whatever happened
+        message = _one_line(e)
+        if name == "PreToolUse" and "git" in json.dumps(event.get("tool_input")).lower():
+            return _deny(harness, f"guards could not check this command ({message})")
+        _say(f"guards agent-hook: {name}: {message}")
+        return HOOK_ERROR
+
+
+def _dispatch(harness: str, name: str, event: dict[str, Any]) -> int:
+    tool = event.get("tool_name")
+    if name == "PreToolUse" and tool in SHELL_TOOLS:
+        return _pre_shell(harness, event)
+    if name in SHELL_ENDS and tool in SHELL_TOOLS:
+        return _post_shell(harness, event)
+    if name == "PostToolUse" and (tool in EDIT_TOOLS or tool in NOTEBOOK_TOOLS):
+        return _post_edit(harness, event)
+    if name == "PostToolUse" and tool in PATCH_TOOLS:
+        return _post_patch(harness, event)
+    if name == "SessionStart":
+        return _session_start(harness, event)
+    if name == "UserPromptSubmit":
+        return _frame_event(harness, event)
+    if name == "SessionEnd":
+        return _session_end(harness, event)
+    return 0
+
+
+# -- answers -------------------------------------------------------------------------
+
+
+def _say(line: str) -> None:
+    sys.stderr.write(line.rstrip("\n") + "\n")
+    sys.stderr.flush()
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0] if text else type(e).__name__
+
+
+def _emit(name: str, **fields: str) -> int:
+    sys.stdout.write(json.dumps({"hookSpecificOutput": {"hookEventName": name, **fields}}))
+    sys.stdout.write("\n")
+    sys.stdout.flush()
+    return 0
+
+
+def _deny(harness: str, reason: str) -> int:
+    reason = reason if reason.startswith("guards") else f"guards: {reason}"
+    if harness == "claude":
+        return _emit("PreToolUse", permissionDecision="deny", permissionDecisionReason=reason)
+    _say(reason)
+    return BLOCK
+
+
+def _malformed(raw: bytes, problem: str) -> int:
+    """Fail closed for what could be a shell line running git; else one line, go on."""
+    text = raw.decode("utf-8", "replace")
+    could_run_git = "git" in text.lower() and (
+        "PreToolUse" in text or "hook_event_name" not in text
+    )
+    if could_run_git:
+        _say(f"guards: {problem}; refusing a command that could run git unchecked")
+        return BLOCK
+    _say(f"guards agent-hook: {problem}")
+    return HOOK_ERROR
+
+
+# -- identity --------------------------------------------------------------------------
+
+
+def session_of(harness: str, event: dict[str, Any]) -> str | None:
+    """``claude-<session_id>`` / ``codex-<session_id>``; None without a session id."""
+    raw = event.get("session_id")
+    if not isinstance(raw, str) or not raw.strip():
+        return None
+    return session_for(harness, raw)
+
+
+def _identify(harness: str, event: dict[str, Any]) -> str | None:
+    """Act as the harness session: our git queries and the policy see its identity."""
+    sid = session_of(harness, event)
+    if sid is not None:
+        os.environ["GUARDS_SESSION"] = sid
+    else:
+        os.environ.pop("GUARDS_SESSION", None)
+    return sid
+
+
+def _cwd(event: dict[str, Any]) -> str:
+    cwd = event.get("cwd")
+    return cwd if isinstance(cwd, str) and os.path.isabs(cwd) else os.getcwd()
+
+
+# -- shell lines -----------------------------------------------------------------------
+
+
+def _command(event: dict[str, Any]) -> str | None:
+    tool_input = event.get("tool_input")
+    if not isinstance(tool_input, dict):
+        return None
+    command = tool_input.get("command")
+    if isinstance(command, list) and all(isinstance(c, str) for c in command):
+        import shlex
+
+        return shlex.join(command)
+    return command if isinstance(command, str) else None
+
+
+def _pre_shell(harness: str, event: dict[str, Any]) -> int:
+    command = _command(event)
+    if command is None:
+        if "git" in json.dumps(event.get("tool_input")).lower():
+            return _deny(harness, "guards: the shell command in the hook input is unreadable")
+        return 0
+    if os.environ.get("GUARDS_DISABLE") == "1":
+        return 0
+    cwd = _cwd(event)
+    sid = _identify(harness, event)
+    rescued: list[str] = []
+    dirs = [cwd]
+    receipts: list[str] = []
+    if "git" in command.lower():
+        from guards.protect.guard import guard_line
+
+        verdict = guard_line(command, cwd)
+        if verdict.deny:
+            return _deny(harness, verdict.deny)
+        rescued, dirs = verdict.rescued, verdict.dirs
+        if verdict.rescues:
+            receipts = _leave_receipts(event, sid, verdict.rescues)
+    _mark_start(event, sid, dirs, rescued, receipts)
+    if rescued and harness == "claude":
+        return _emit("PreToolUse", additionalContext=_rescue_context(rescued))
+    for line in rescued:
+        _say(line)
+    return 0
+
+
+def _rescue_context(lines: list[str]) -> str:
+    return (
+        "guards rescued uncommitted work of other writers before this command ran:\n"
+        + "\n".join(lines)
+    )
+
+
+def _ledger_dir(start: str) -> str | None:
+    """``<git common dir>/guards`` found by walking up (no git call), or None."""
+    path = os.path.abspath(start)
+    while True:
+        dotgit = os.path.join(path, ".git")
+        git_dir: str | None = None
+        if os.path.isdir(dotgit):
+            git_dir = dotgit
+        elif os.path.isfile(dotgit):
+            try:
+                with open(dotgit, encoding="utf-8") as f:
+                    first = f.readline().strip()
+            except OSError:
+                return None
+            if first.startswith("gitdir:"):
+                git_dir = os.path.normpath(os.path.join(path, first[7:].strip()))
+        if git_dir is not None:
+            common = git_dir
+            try:
+                with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as f:
+                    common = os.path.normpath(os.path.join(git_dir, f.read().strip()))
+            except OSError:
+                pass
+            return os.path.join(common, "guards")
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+
+
+def _marker_path(event: dict[str, Any], sid: str | None) -> str | None:
+    use_id = event.get("tool_use_id")
+    if sid is None or not isinstance(use_id, str) or not use_id:
+        return None
+    ledger = _ledger_dir(_cwd(event))
+    if ledger is None:
+        return None
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in use_id)[:100]
+    return os.path.join(ledger, OBSERVE_DIR, f"{sid}.{safe}.json")
+
+
+def _leave_receipts(
+    event: dict[str, Any], sid: str | None, rescues: list[tuple[str, RescueResult]]
+) -> list[str]:
+    """What was rescued for this line, for the line's own ``guards run`` (the shim) to
+    find (guards.protect.receipts); only for a line whose end the hook will see."""
+    use_id = event.get("tool_use_id")
+    if sid is None or _marker_path(event, sid) is None or not isinstance(use_id, str):
+        return []
+    from guards.errors import GuardsError
+    from guards.protect import receipts
+
+    by_place: dict[str, list[RescueResult]] = {}
+    for where, result in rescues:
+        by_place.setdefault(where, []).append(result)
+    files = []
+    for where, results in by_place.items():
+        try:
+            written = receipts.write(where, sid, use_id, results)
+        except (GuardsError, OSError) as e:  # without it the shim rescues again: no loss
+            _say(f"guards agent-hook: cannot leave the rescue receipt ({_one_line(e)})")
+            continue
+        if written is not None:
+            files.append(written)
+    return files
+
+
+def _mark_start(
+    event: dict[str, Any],
+    sid: str | None,
+    dirs: list[str],
+    rescued: list[str],
+    receipts: list[str],
+) -> None:
+    """Remember when the line started: files changed after it are the session's doing.
+
+    The marker's own change time is the threshold, so files and marker are stamped by the
+    same clock on the same file system (no skew between ``time.time()`` and the disk).
+    """
+    path = _marker_path(event, sid)
+    if path is None:
+        return
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump({"dirs": dirs, "rescued": rescued, "receipts": receipts}, f)
+    except OSError as e:
+        _say(f"guards agent-hook: cannot keep the start of the command ({e.strerror})")
+
+
+def _post_shell(harness: str, event: dict[str, Any]) -> int:
+    sid = _identify(harness, event)
+    path = _marker_path(event, sid)
+    if path is None or sid is None:
+        return 0
+    try:
+        threshold = os.stat(path).st_ctime_ns
+        with open(path, encoding="utf-8") as f:
+            marker = json.load(f)
+    except (OSError, ValueError):
+        return 0  # no start recorded (or the hook was installed mid-command)
+    import contextlib
+
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+    _sweep(os.path.dirname(path))
+    receipts = marker.get("receipts") if isinstance(marker, dict) else None
+    if isinstance(receipts, list) and receipts:
+        from guards.protect.receipts import discard
+
+        discard([str(r) for r in receipts])
+    dirs = marker.get("dirs") if isinstance(marker, dict) else None
+    for directory in dirs if isinstance(dirs, list) else []:
+        if isinstance(directory, str):
+            _observe(directory, sid, threshold)
+    rescued = marker.get("rescued") if isinstance(marker, dict) else None
+    if harness == "codex" and isinstance(rescued, list) and rescued:
+        return _emit("PostToolUse", additionalContext=_rescue_context([str(r) for r in rescued]))
+    return 0
+
+
+def _sweep(directory: str) -> None:
+    import time
+
+    limit = time.time() - OBSERVE_MAX_AGE
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                try:
+                    if entry.stat().st_mtime < limit:
+                        os.unlink(entry.path)
+                except OSError:
+                    pass
+    except OSError:
+        pass
+
+
+def observe(ws: Workspace, sid: str, threshold_ns: int) -> list[str]:
+    """Attribute to ``sid`` the dirty files whose status changed after ``threshold_ns``.
+
+    A file another session recorded after the threshold, and which still matches that
+    record, stays theirs: a harness naming its edit beats an observation.
+    """
+    from guards.git.dirty import read_dirty
+    from guards.state.attribution import Attribution, still_matches
+    from guards.state.workspace import record_paths
+
+    top = ws.repo.worktree
+    changed = []
+    for d in read_dirty(ws.repo):
+        try:
+            st = os.lstat(top / d.path)
+        except OSError:
+            continue  # deleted: nothing to fingerprint but the deletion, leave it unknown
+        if st.st_ctime_ns > threshold_ns:
+            changed.append(d.path)
+    if not changed:
+        return []
+    data, _problem = ws.read_ledger()
+    records = data.paths.get(ws.repo.worktree_key, {}) if data is not None else {}
+    threshold_s = threshold_ns / 1e9
+    mine = []
+    for path in changed:
+        record = records.get(path)
+        if record is not None:
+            other = Attribution.from_json(record)
+            if (
+                other.session != sid
+                and other.recorded >= threshold_s
+                and still_matches(other.fingerprint, top / path, ws.repo.object_format)
+            ):
+                continue
+        mine.append(path)
+    if mine:
+        record_paths(ws, sid, mine, source="observed")
+    return mine
+
+
+def _observe(directory: str, sid: str, threshold_ns: int) -> None:
+    from guards.errors import GuardsError
+    from guards.state.workspace import Workspace
+
+    try:
+        ws = Workspace.open(cwd=_existing(directory))
+        if ws.repo.toplevel is None:
+            return
+        observe(ws, sid, threshold_ns)
+    except GuardsError as e:
+        if "not a git repository" not in str(e).lower():
+            _say(f"guards agent-hook: cannot observe {directory}: {_one_line(e)}")
+
+
+def _existing(directory: str) -> str:
+    while not os.path.isdir(directory) and os.path.dirname(directory) != directory:
+        directory = os.path.dirname(directory)
+    return directory
+
+
+# -- edits -----------------------------------------------------------------------------
+
+
+def _post_edit(harness: str, event: dict[str, Any]) -> int:
+    tool_input = event.get("tool_input")
+    tool = str(event.get("tool_name"))
+    key = EDIT_TOOLS.get(tool) or NOTEBOOK_TOOLS.get(tool, "file_path")
+    target = tool_input.get(key) if isinstance(tool_input, dict) else None
+    if not isinstance(target, str) or not target:
+        _say(f"guards agent-hook: {tool} input names no {key}; nothing recorded")
+        return HOOK_ERROR
+    sid = _identify(harness, event)
+    if sid is None:
+        return 0
+    record_files(sid, [os.path.join(_cwd(event), target)])
+    return 0
+
+
+def _post_patch(harness: str, event: dict[str, Any]) -> int:
+    body = _command(event)
+    if body is None:
+        tool_input = event.get("tool_input")
+        body = tool_input.get("input") if isinstance(tool_input, dict) else None
+    if not isinstance(body, str):
+        return 0
+    sid = _identify(harness, event)
+    if sid is None:
+        return 0
+    from guards.predict.shell import patch_paths
+
+    cwd = _cwd(event)
+    record_files(sid, [os.path.join(cwd, p) for p in patch_paths(body)])
+    return 0
+
+
+def record_files(sid: str, files: list[str]) -> list[str]:
+    """Record each absolute path for ``sid`` in its own repository; returns what was."""
+    from guards.errors import GuardsError
+    from guards.state.workspace import Workspace, record_paths
+
+    by_repo: dict[str, tuple[Workspace, list[str]]] = {}
+    for path in files:
+        path = os.path.abspath(path)
+        try:
+            ws = Workspace.open(cwd=_existing(os.path.dirname(path)))
+            if ws.repo.toplevel is None:
+                continue
+            rel = ws.repo_relative(path)
+        except GuardsError:
+            continue  # outside any repository (or inside .git): nothing to attribute
+        if not rel:
+            continue
+        entry = by_repo.setdefault(ws.repo.worktree_key, (ws, []))
+        entry[1].append(rel)
+    done: list[str] = []
+    for ws, rels in by_repo.values():
+        try:
+            record_paths(ws, sid, rels, source="record")
+            done += rels
+        except GuardsError as e:
+            _say(f"guards agent-hook: cannot record {len(rels)} path(s): {_one_line(e)}")
+    return done
+
+
+# -- session events --------------------------------------------------------------------
+
+
+def frame_text(cwd: str, caller: str | None) -> str:
+    """The frame for a turn starting in ``cwd`` ("" when clean or not a repository)."""
+    from guards.git.repo import NotARepositoryError, discover
+    from guards.report import frame
+
+    try:
+        repo = discover(cwd)
+    except NotARepositoryError:
+        return ""
+    if repo.toplevel is None:
+        return ""
+    found = frame.collect(repo, caller)
+    if not found.entries:
+        return ""
+    return frame.render(found, frame.configured_max_paths(repo))
+
+
+def _session_start(harness: str, event: dict[str, Any]) -> int:
+    sid = _identify(harness, event)
+    _export_identity(sid)
+    from guards.errors import GuardsError
+
+    try:
+        _touch(_cwd(event), sid, label=f"{harness} session")
+    except GuardsError as e:  # never blocks the session
+        _say(f"guards agent-hook: session start: {_one_line(e)}")
+    return 0
+
+
+def _frame_event(harness: str, event: dict[str, Any]) -> int:
+    sid = _identify(harness, event)
+    cwd = _cwd(event)
+    from guards.errors import GuardsError
+
+    try:
+        _touch(cwd, sid, label=f"{harness} session")
+        text = frame_text(cwd, sid)
+    except GuardsError as e:  # the frame never blocks the turn it frames
+        _say(f"guards agent-hook: frame: {_one_line(e)}")
+        return 0
+    if not text:
+        return 0
+    return _emit("UserPromptSubmit", additionalContext=text)
+
+
+def _export_identity(sid: str | None) -> None:
+    """Later shell commands of the session run as the session (shim, git hooks agree)."""
+    env_file = os.environ.get("CLAUDE_ENV_FILE")
+    if sid is None or not env_file:
+        return
+    import shlex
+
+    try:
+        with open(env_file, "a", encoding="utf-8") as f:
+            f.write(f"export GUARDS_SESSION={shlex.quote(sid)}\n")
+    except OSError as e:
+        _say(f"guards agent-hook: cannot write {env_file}: {e.strerror}")
+
+
+def _touch(cwd: str, sid: str | None, label: str) -> None:
+    if sid is None:
+        return
+    from guards.git.repo import NotARepositoryError
+    from guards.state.workspace import Workspace, touch_session
+
+    try:
+        ws = Workspace.open(cwd=cwd)
+    except NotARepositoryError:
+        return
+    with ws.ledger.transaction() as data:
+        touch_session(data, sid)
+        record = data.sessions[sid]
+        if not record.get("label"):
+            record["label"] = label
+        if not record.get("worktree") and ws.repo.toplevel is not None:
+            record["worktree"] = ws.repo.worktree_key
+
+
+def _session_end(harness: str, event: dict[str, Any]) -> int:
+    import time
+
+    from guards.errors import GuardsError
+    from guards.git.repo import NotARepositoryError
+    from guards.state.workspace import Workspace
+
+    sid = _identify(harness, event)
+    if sid is None:
+        return 0
+    try:
+        ws = Workspace.open(cwd=_cwd(event))
+        with ws.ledger.transaction() as data:
+            record = data.sessions.get(sid)
+            if record is not None:
+                record["ended"] = True
+                record["last_seen"] = time.time()
+    except NotARepositoryError:
+        return 0
+    except GuardsError as e:
+        _say(f"guards agent-hook: cannot end session {sid}: {_one_line(e)}")
+        return HOOK_ERROR
+    return 0
