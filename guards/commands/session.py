@@ -11,6 +11,7 @@ from guards import output
 from guards.errors import ExitCode, UsageError
 from guards.protect.persist import end_session
 from guards.state import session as sessions
+from guards.state.repositories import remember
 from guards.state.session import Session
 from guards.state.workspace import Workspace, touch_session
 
@@ -70,6 +71,7 @@ def _start(args: argparse.Namespace) -> int:
             last_seen=now,
         )
         data.sessions[session_id] = record.to_json()
+    remember(ws.repo)  # for `guards doctor --all` and `guards reap --all`
     print(f"export {sessions.SESSION_ENV}={shlex.quote(session_id)}")
     return ExitCode.OK
 

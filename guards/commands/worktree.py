@@ -32,6 +32,7 @@ from guards.protect.worktrees import (
 )
 from guards.state import session as sessions
 from guards.state.ledger import LedgerData
+from guards.state.repositories import remember
 from guards.state.workspace import Workspace, touch_session
 
 HELP = "one worktree per writer: add (registered and locked), list, remove safely"
@@ -126,6 +127,7 @@ def _add(args: argparse.Namespace) -> int:
         with ws.ledger.transaction() as data:
             data.worktrees[os.fspath(top)] = record
             touch_session(data, owner, now)
+        remember(ws.repo)  # for `guards doctor --all` and `guards reap --all`
     setup_rc = 0
     if args.setup is not None:
         setup_rc = subprocess.run(args.setup, shell=True, cwd=top, check=False).returncode

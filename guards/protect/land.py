@@ -50,6 +50,7 @@ from guards.git.worktrees import GitWorktree, list_worktrees
 from guards.output import listing, show_path
 from guards.protect.land_queue import LandingQueue, OnWait
 from guards.state.ledger import LedgerData
+from guards.state.repositories import remember
 from guards.state.workspace import Workspace
 
 #: How often a landing starts over when the target moved under it (outside guards).
@@ -264,6 +265,7 @@ def land(ws: Workspace, request: LandRequest, on_wait: OnWait) -> Landing:
     """Queue, wait for the turn, land (or refuse, or report the conflict), record it."""
     queue = LandingQueue(ws.repo.ledger_dir_text, ws.ledger.lock_timeout)
     wait = float(ws.config.get("land.timeout"))
+    remember(ws.repo)  # for `guards doctor --all` and `guards reap --all`
     ticket = {"branch": request.branch, "into": request.into, "session": ws.caller}
     behind = len(queue.queued(wait_timeout=wait))
     with queue.turn(ticket, wait, on_wait) as mine:
@@ -335,7 +337,9 @@ def _land(ws: Workspace, request: LandRequest, result: Landing) -> None:
             return
         touched = changed_paths(repo, target, merged.tree)
         result.changed = len(touched)
-        targets = [w for w in checkouts if w.branch == target_ref and not w.bare]
+        targets = [
+            w for w in checkouts if w.branch == target_ref and not w.bare and os.path.isdir(w.path)
+        ]
         if _blocked(targets, touched, request, result):
             return
         merge = commit_merge(
