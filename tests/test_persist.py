@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from guards.protect.persist import PersistOutcome, PersistResult, persist_session
 from guards.state.ledger import Ledger
+from guards.state.session import hostname
 from guards.state.workspace import Workspace
 from tests.helpers import git, make_repo, observe, run_guards
 
@@ -214,3 +216,37 @@ def test_an_unknown_push_outcome_is_not_a_failure() -> None:
     )
     assert not result.failed
     assert "unknown" in result.line() and "failed" not in result.line()
+
+
+def kill_session(repo: Path, session: str) -> None:
+    """Make ``session`` dead: its recorded process is gone."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    with Ledger(repo / ".git" / "guards").transaction() as data:
+        data.sessions[session].update(
+            {"pid": gone.pid, "pid_start": "0:1", "host": hostname(), "ended": False}
+        )
+
+
+def test_frame_and_doctor_show_the_last_checkpoint_of_a_dead_session(repo: Path) -> None:
+    (repo / "README").write_text("bob's work\n")
+    record(repo, "bob", "README")
+    proc = run_guards("checkpoint", cwd=repo, env={"GUARDS_SESSION": "bob"})
+    assert proc.returncode == 0, proc.stderr
+    frame = run_guards("frame", cwd=repo, env={"GUARDS_SESSION": "alice"})
+    assert "stopped without ending" not in frame.stdout  # bob is alive (heartbeat)
+    kill_session(repo, "bob")
+    frame = run_guards("frame", cwd=repo, env={"GUARDS_SESSION": "alice"})
+    assert frame.returncode == 0, frame.stderr
+    assert "Session bob stopped without ending; its last checkpoint: refs/wip/bob (" in frame.stdout
+    doc = json.loads(run_guards("frame", "--json", cwd=repo).stdout)
+    assert [(c["session"], c["ref"]) for c in doc["checkpoints"]] == [("bob", "refs/wip/bob")]
+    report = json.loads(run_guards("doctor", "--json", cwd=repo).stdout)
+    found = next(f for f in report["findings"] if f["check"] == "checkpoints")
+    assert found["level"] == "warn" and "bob refs/wip/bob" in found["message"]
+    assert (
+        found["data"]["checkpoints"][0]["commit"] == git(repo, "rev-parse", "refs/wip/bob").strip()
+    )
+    # Ended sessions are no longer "stopped without ending".
+    assert run_guards("session", "end", "bob", "--no-persist", cwd=repo).returncode == 0
+    assert "stopped without ending" not in run_guards("frame", cwd=repo).stdout
