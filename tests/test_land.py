@@ -58,9 +58,12 @@ def test_a_worktree_branch_lands_as_a_merge_into_the_branch_it_was_cut_from(
     assert made.returncode == 0, made.stderr
     task = commit_file(wt, "feature.txt", "new feature\n")
     before = head(repo, "main")
+    (wt / "scratch.txt").write_text("not committed\n")
     proc = land(repo, cwd=wt)  # no arguments: this worktree's branch, into main
     assert proc.returncode == 0, proc.stderr
     assert "landed task" in proc.stdout and "into main as merge" in proc.stdout
+    assert "1 uncommitted path in" in proc.stdout and "is not part of what landed" in proc.stdout
+    assert not (repo / "scratch.txt").exists()
     merge = head(repo, "main")
     # A merge commit even though a fast-forward was possible; the branch is untouched.
     assert parents(repo, merge) == [before, task] and head(repo, "task") == task

@@ -318,6 +318,8 @@ def _land(ws: Workspace, request: LandRequest, result: Landing) -> None:
         checkouts = list_worktrees(repo)
         if _stopped_operation(request, checkouts, result):
             return
+        if attempt == 0:
+            _note_uncommitted(checkouts, source_ref, request.branch, result)
         if not committer_known(repo):
             raise UsageError(
                 "git does not know who you are (user.name, user.email): the merge commit "
@@ -409,6 +411,22 @@ def _stopped_operation(request: LandRequest, checkouts: list[GitWorktree], resul
             )
             return True
     return False
+
+
+def _note_uncommitted(
+    checkouts: list[GitWorktree], source_ref: RefName, branch: str, result: Landing
+) -> None:
+    """Uncommitted work in the branch's own checkout is not part of what lands: say so."""
+    for w in checkouts:
+        if w.branch != source_ref or w.bare or not os.path.isdir(w.path):
+            continue
+        with contextlib.suppress(GuardsError):
+            n = len(read_dirty(discover(w.path)))
+            if n:
+                result.notes.append(
+                    f"{n} uncommitted path{'s' if n != 1 else ''} in {show_path(w.path)} "
+                    f"{'are' if n != 1 else 'is'} not part of what landed from {branch}"
+                )
 
 
 def _rebasing(git_dir: str) -> RefName | None:
