@@ -325,7 +325,17 @@ def _land(ws: Workspace, request: LandRequest, result: Landing) -> None:
                 "git does not know who you are (user.name, user.email): the merge commit "
                 "is yours; set them with git config, then land again"
             )
-        merged = merge_tree(repo, target, source)
+        try:
+            merged = merge_tree(repo, target, source)
+        except git.GitError as e:
+            if b"unrelated histories" not in e.stderr:
+                raise
+            _refuse(
+                result,
+                f"cannot land {request.branch} into {request.into}: they share no history "
+                f"(git refuses to merge unrelated histories); nothing changed",
+            )
+            return
         if not merged.clean:
             result.status = LandStatus.CONFLICT
             result.conflicts = merged.conflicts
