@@ -187,7 +187,6 @@ def test_the_session_s_own_worktree_is_persisted_from_anywhere(repo: Path, tmp_p
     wt = tmp_path / "wt-alice"
     proc = run_guards("worktree", "add", str(wt), "-b", "task", "--session", "alice", cwd=repo)
     assert proc.returncode == 0, proc.stderr
-    start(repo, "alice", cwd=wt)
     (wt / "README").write_text("in alice's worktree\n")
     record(wt, "alice", "README")
     persist = end(repo, "alice", remote=None)  # run from the main worktree

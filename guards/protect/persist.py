@@ -386,19 +386,37 @@ def _with_parent(ws: Workspace, commit: str, parent: str) -> str:
 
 
 def _session_workspace(ws: Workspace, session_id: str) -> Workspace:
-    """The session's recorded worktree (when it still is one of this repository's),
-    else ``ws``'s; either way with the session as the caller."""
+    """Where the session's work is: the worktree holding most of the paths it recorded
+    (then the worktree it started in), when that still is one of this repository's;
+    else ``ws``'s. Either way with the session as the caller."""
     data, _problem = ws.read_ledger()
-    record = data.sessions.get(session_id) if data is not None else None
-    recorded = record.get("worktree") if isinstance(record, dict) else None
-    if isinstance(recorded, str) and recorded != ws.repo.toplevel_text:
+    candidates: list[str] = []
+    if data is not None:
+        counts = {
+            top: sum(
+                1
+                for rec in records.values()
+                if isinstance(rec, dict) and rec.get("session") == session_id
+            )
+            for top, records in data.paths.items()
+            if isinstance(records, dict)
+        }
+        candidates += sorted((t for t, n in counts.items() if n), key=lambda t: -counts[t])
+        record = data.sessions.get(session_id)
+        recorded = record.get("worktree") if isinstance(record, dict) else None
+        if isinstance(recorded, str):
+            candidates.append(recorded)
+    for top in candidates:
+        if top == ws.repo.toplevel_text:
+            break
         with contextlib.suppress(GuardsError, OSError):
-            if os.path.isdir(recorded):
-                other = discover(recorded)
+            if os.path.isdir(top):
+                other = discover(top)
                 if (
                     os.path.realpath(other.common_dir_text)
                     == os.path.realpath(ws.repo.common_dir_text)
                     and other.toplevel_text is not None
+                    and os.path.realpath(other.toplevel_text) == os.path.realpath(top)
                 ):
                     return Workspace(other, ws.config, ws.ledger, session_id)
     return Workspace(ws.repo, ws.config, ws.ledger, session_id)
