@@ -105,6 +105,22 @@ def _string(value: object) -> str:
     return value
 
 
+def _branch_name(value: object) -> str:
+    import re  # lazily: re costs start-up time and few settings need it
+
+    text = str(value).strip().removeprefix("refs/heads/")
+    if text and (
+        not re.fullmatch(r"[^\s~^:?*\[\\]+", text)
+        or ".." in text
+        or text.startswith(("-", "/"))
+        or text.endswith(("/", ".lock", "."))
+        or "//" in text
+        or "@{" in text
+    ):
+        raise ValueError("a local branch name such as main or develop (or empty)")
+    return text
+
+
 def _positive_int(value: object) -> int:
     try:
         number = int(str(value))
@@ -215,6 +231,25 @@ KEYS: dict[str, Key] = {
             120.0,
             parse_duration,
             "how long `guards worktree add` and `guards reap --apply` wait for each other",
+        ),
+        Key(
+            "land.into",
+            "",
+            _branch_name,
+            "the branch `guards land` merges into; empty: the branch the worktree was cut "
+            "from (recorded by `guards worktree add`), else the default branch",
+        ),
+        Key(
+            "land.timeout",
+            15 * 60.0,
+            parse_duration,
+            "how long `guards land` waits for the landings queued before it",
+        ),
+        Key(
+            "sweep.timeout",
+            120.0,
+            parse_duration,
+            "how long `guards doctor --all` and `guards reap --all` give each repository",
         ),
         Key(
             "doctor.stale_after",

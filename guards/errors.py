@@ -30,8 +30,10 @@ class ExitCode:
     #: A guarded command was refused: foreign or unknown work at risk under policy
     #: `block`, or a rescue failed or could not be verified.
     REFUSED: Final = 20
+    #: ``guards land``: the merge conflicts; nothing changed, both branches kept.
+    CONFLICT: Final = 21
 
-    ALL: Final = (OK, FINDINGS, USAGE, INTERNAL, UNKNOWN_STATE, REFUSED)
+    ALL: Final = (OK, FINDINGS, USAGE, INTERNAL, UNKNOWN_STATE, REFUSED, CONFLICT)
 
 
 class GuardsError(Exception):

@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "agent-hook": "agent_hook",
     "worktree": "worktree",
     "reap": "reap",
+    "land": "land",
 }
 
 

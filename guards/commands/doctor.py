@@ -12,7 +12,10 @@ HELP = "audit hooks, ledger, sessions, dirty paths, stashes, rescues, worktrees 
 
 
 #: Every option is an on/off flag: guards.main runs the command without argparse.
-FLAGS = {"--json": "machine-readable (see README)"}
+FLAGS = {
+    "--json": "machine-readable (see README)",
+    "--all": "every repository guards has been used in on this machine (one line each)",
+}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -26,6 +29,8 @@ def run(args: argparse.Namespace) -> int:
     from guards import doctor, output
     from guards.errors import ExitCode
 
+    if args.all:
+        return _all(args.json)
     ctx, findings = doctor.diagnose()
     problems = sum(f.level == doctor.Level.PROBLEM for f in findings)
     warnings = sum(f.level == doctor.Level.WARN for f in findings)
@@ -67,3 +72,58 @@ def _render(findings: list[Finding], problems: int, warnings: int) -> str:
         f"{warnings} warning{'s' if warnings != 1 else ''}"
     )
     return "\n".join(lines)
+
+
+def _all(as_json: bool) -> int:
+    """``guards doctor --all``: one line per repository; the worst exit status."""
+    from guards import output
+    from guards.config import Config
+    from guards.doctor.sweep import SweepStatus, Swept, sweep, worst_exit
+
+    def line(s: Swept) -> None:
+        if as_json:
+            return
+        where = output.show_path(s.path or s.git_dir)
+        if s.status == SweepStatus.GONE:
+            print(f"{'gone':8} {where}: dropped from the registry ({s.detail})")
+        elif s.status != SweepStatus.RAN or s.report is None:
+            print(f"{s.status:8} {where}: {s.detail}")
+        else:
+            print(f"{_level(s.report):8} {where}: {_counts(s.report)}")
+
+    timeout = float(Config(None).get("sweep.timeout"))
+    results = sweep(["doctor"], timeout, line)
+    status = worst_exit(results)
+    if as_json:
+        output.dump_json({"exit": status, "repositories": [r.to_json() for r in results]})
+    elif not results:
+        print("no repositories registered yet (guards registers one when a session starts")
+        print("or a path is recorded or rescued there)")
+    return status
+
+
+def _level(report: dict[str, object]) -> str:
+    counts = report.get("counts")
+    if isinstance(counts, dict) and counts.get("problem"):
+        return "problem"
+    if isinstance(counts, dict) and counts.get("warn"):
+        return "warn"
+    return "ok"
+
+
+def _counts(report: dict[str, object]) -> str:
+    counts = report.get("counts")
+    if not isinstance(counts, dict):
+        counts = {}
+    problems, warnings = int(counts.get("problem") or 0), int(counts.get("warn") or 0)
+    text = (
+        f"{problems} problem{'s' if problems != 1 else ''}, "
+        f"{warnings} warning{'s' if warnings != 1 else ''}"
+    )
+    findings = report.get("findings")
+    worst = "problem" if problems else ("warn" if warnings else None)
+    if worst and isinstance(findings, list):
+        first = next((f for f in findings if isinstance(f, dict) and f.get("level") == worst), None)
+        if first is not None:
+            text += f" (first: {first.get('message')})"
+    return text

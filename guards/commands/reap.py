@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
 from guards import output
-from guards.config import parse_duration
+from guards.config import Config, parse_duration
+from guards.doctor.sweep import SweepStatus, Swept, sweep, worst_exit
 from guards.errors import ExitCode, UsageError
 from guards.output import show_path
 from guards.protect.reaper import reap
@@ -29,6 +31,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default="0",
         help="only worktrees untouched this long (90, 30m, 2h, 14d)",
     )
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="every repository guards has been used in on this machine (one line each)",
+    )
     parser.add_argument("--json", action="store_true")
 
 
@@ -37,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
         min_idle = parse_duration(args.min_idle)
     except ValueError as e:
         raise UsageError(f"bad --min-idle {args.min_idle!r}: expected {e}") from None
+    if args.all:
+        return _all(args)
     ws = Workspace.open()
     decisions = reap(
         ws,
@@ -75,3 +84,66 @@ def run(args: argparse.Namespace) -> int:
     if not args.apply and any(d.action == "reap" for d in decisions):
         print("dry run: nothing changed; guards reap --apply does it")
     return ExitCode.REFUSED if failed else ExitCode.OK
+
+
+def _all(args: argparse.Namespace) -> int:
+    """``guards reap --all``: one line per repository; the worst exit status."""
+    argv = ["reap", "--min-idle", args.min_idle]
+    if args.apply:
+        argv.append("--apply")
+    if args.include_unregistered:
+        argv.append("--include-unregistered")
+
+    def line(s: Swept) -> None:
+        if args.json:
+            return
+        where = show_path(s.path or s.git_dir)
+        if s.status == SweepStatus.GONE:
+            print(f"{'gone':8} {where}: dropped from the registry ({s.detail})")
+        elif s.status != SweepStatus.RAN or s.report is None:
+            print(f"{s.status:8} {where}: {s.detail}")
+        else:
+            level, text = _summary(s.report)
+            print(f"{level:8} {where}: {text}")
+
+    timeout = float(Config(None).get("sweep.timeout"))
+    results = sweep(argv, timeout, line)
+    status = worst_exit(results)
+    if args.json:
+        output.dump_json(
+            {
+                "applied": args.apply,
+                "exit": status,
+                "repositories": [r.to_json() for r in results],
+            }
+        )
+    elif not results:
+        print("no repositories registered yet")
+    elif not args.apply and any(
+        d.get("action") == "reap"
+        for r in results
+        if r.report
+        for d in r.report.get("worktrees", [])
+        if isinstance(d, dict)
+    ):
+        print("dry run: nothing changed; guards reap --all --apply does it")
+    return status
+
+
+def _summary(report: dict[str, Any]) -> tuple[str, str]:
+    """(level, "reaped 1, would reap 2, skipped 3, failed 1: why") of one repository."""
+    decisions = [d for d in report.get("worktrees", []) if isinstance(d, dict)]
+    counts = {
+        "reaped": sum(d.get("outcome") == "reaped" for d in decisions),
+        "would reap": sum(
+            d.get("action") == "reap" and d.get("outcome") is None for d in decisions
+        ),
+        "skipped": sum(d.get("action") == "skip" for d in decisions),
+        "failed": sum(d.get("outcome") == "failed" for d in decisions),
+    }
+    text = ", ".join(f"{k} {n}" for k, n in counts.items() if n) or "no linked worktrees"
+    failed = next((d for d in decisions if d.get("outcome") == "failed"), None)
+    if failed is not None:
+        text += f" (first failure: {show_path(str(failed.get('path')))}: {failed.get('detail')})"
+        return "failed", text
+    return "ok", text

@@ -9,7 +9,9 @@ import time
 
 from guards import output
 from guards.errors import ExitCode, UsageError
+from guards.protect.persist import end_session
 from guards.state import session as sessions
+from guards.state.repositories import remember
 from guards.state.session import Session
 from guards.state.workspace import Workspace, touch_session
 
@@ -26,8 +28,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=int,
         help="the process whose life is the session's (default: the calling shell or agent)",
     )
-    end = sub.add_parser("end", help="mark a session ended (default: $GUARDS_SESSION)")
+    end = sub.add_parser(
+        "end",
+        help="checkpoint the session's own work (pushed to rescue.remote when set), then "
+        "mark it ended (default: $GUARDS_SESSION)",
+    )
     end.add_argument("id", nargs="?")
+    end.add_argument(
+        "--no-persist", action="store_true", help="only mark it ended, checkpoint nothing"
+    )
+    end.add_argument("--json", action="store_true", help="machine-readable result")
     lst = sub.add_parser("list", help="sessions with liveness")
     lst.add_argument("--json", action="store_true")
     beat = sub.add_parser("heartbeat", help="mark the session active now")
@@ -61,6 +71,7 @@ def _start(args: argparse.Namespace) -> int:
             last_seen=now,
         )
         data.sessions[session_id] = record.to_json()
+    remember(ws.repo)  # for `guards doctor --all` and `guards reap --all`
     print(f"export {sessions.SESSION_ENV}={shlex.quote(session_id)}")
     return ExitCode.OK
 
@@ -70,12 +81,20 @@ def _end(args: argparse.Namespace) -> int:
     session_id = sessions.validate_id(args.id) if args.id else ws.caller
     if session_id is None:
         raise UsageError(f"which session? give an id or set {sessions.SESSION_ENV}")
-    with ws.ledger.transaction() as data:
-        record = data.sessions.get(session_id)
-        if record is None:
-            raise UsageError(f"no session {session_id!r} in this repository")
-        record["ended"] = True
-        record["last_seen"] = time.time()
+    persisted = end_session(ws, session_id, persist=not args.no_persist)
+    if args.json:
+        output.dump_json(
+            {
+                "session": session_id,
+                "ended": True,
+                "persist": persisted.to_json() if persisted is not None else None,
+            }
+        )
+    elif persisted is not None:
+        if persisted.failed:
+            output.warn(f"session {session_id} ended; {persisted.line()}")
+        else:
+            print(persisted.line())
     return ExitCode.OK
 
 

@@ -15,6 +15,7 @@ from guards.errors import ExitCode, GuardsError, RefusedError, UsageError
 from guards.git import GitError
 from guards.git.worktrees import list_worktrees
 from guards.output import show_path
+from guards.protect.land import is_landed, starting_branch, target_of
 from guards.protect.reaper import forget, lock_timeout, remove_worktree, rescue_worktree
 from guards.protect.rescue import namespace, report_line
 from guards.protect.worktrees import (
@@ -30,6 +31,8 @@ from guards.protect.worktrees import (
     serialize,
 )
 from guards.state import session as sessions
+from guards.state.ledger import LedgerData
+from guards.state.repositories import remember
 from guards.state.workspace import Workspace, touch_session
 
 HELP = "one worktree per writer: add (registered and locked), list, remove safely"
@@ -89,6 +92,7 @@ def _add(args: argparse.Namespace) -> int:
     if args.start:
         cmd.append(args.start)
     ws.ledger.read()  # an unreadable ledger stops us before git makes anything
+    cut_from = starting_branch(ws.repo, args.start)
     with serialize(ws.repo, lock_timeout(ws)):
         res = ws.repo.run(cmd, check=False, readonly=False)
         if res.returncode != 0:
@@ -113,6 +117,8 @@ def _add(args: argparse.Namespace) -> int:
             "session": owner,
             "branch": branch,
             "base": base,
+            # where `guards land` merges this worktree's branch by default
+            "from_branch": cut_from if cut_from != branch else None,
             "created": now,
             "lock_reason": reason,
             "includes": includes,
@@ -121,6 +127,7 @@ def _add(args: argparse.Namespace) -> int:
         with ws.ledger.transaction() as data:
             data.worktrees[os.fspath(top)] = record
             touch_session(data, owner, now)
+        remember(ws.repo)  # for `guards doctor --all` and `guards reap --all`
     setup_rc = 0
     if args.setup is not None:
         setup_rc = subprocess.run(args.setup, shell=True, cwd=top, check=False).returncode
@@ -185,10 +192,18 @@ def _list(args: argparse.Namespace) -> int:
     missing = [
         rec.get("path") or key for path, (key, rec) in registry(data).items() if path not in known
     ]
+    landed = {s.path: _landing(ws, s, data) for s in states}
     if args.json:
         output.dump_json(
             {
-                "worktrees": [s.to_json(now) for s in states],
+                "worktrees": [
+                    {
+                        **s.to_json(now),
+                        "land_target": landed[s.path][0],
+                        "landed": landed[s.path][1],
+                    }
+                    for s in states
+                ],
                 "registered_missing": missing,
             }
         )
@@ -201,18 +216,41 @@ def _list(args: argparse.Namespace) -> int:
                 "-" if s.is_main else s.liveness,
                 _count(s.dirty),
                 _count(s.unsaved),
+                _landed_text(*landed[s.path]),
                 _lock_text(s),
                 "prunable" if s.prunable is not None else ("!" if s.problems else ""),
                 show_path(s.path),
             )
         )
-    print(output.table(rows, ("OWNER", "STATE", "DIRTY", "UNPUSHED", "LOCKED", "", "PATH")))
+    header = ("OWNER", "STATE", "DIRTY", "UNPUSHED", "LANDED", "LOCKED", "", "PATH")
+    print(output.table(rows, header))
     for s in states:
         for problem in s.problems:
             output.warn(f"{show_path(s.path)}: {problem}")
     for m in missing:
         output.warn(f"registered but unknown to git: {show_path(str(m))}")
     return ExitCode.OK
+
+
+def _landing(
+    ws: Workspace, s: WorktreeState, data: LedgerData | None
+) -> tuple[str | None, bool | None]:
+    """(the branch its branch lands into, whether it is in there); None, None for the
+    main worktree and detached ones."""
+    if s.is_main or s.short_branch is None:
+        return None, None
+    target = target_of(ws, s.short_branch, data)
+    if target is None:
+        return None, None
+    return target, is_landed(ws.repo, s.short_branch, target)
+
+
+def _landed_text(target: str | None, landed: bool | None) -> str:
+    if target is None:
+        return "-"
+    if landed is None:
+        return "?"
+    return f"{'yes' if landed else 'no'} ({target})"
 
 
 def _count(items: Sequence[object] | None) -> str:

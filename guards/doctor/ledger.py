@@ -18,6 +18,7 @@ from guards.doctor.findings import (
     plural,
 )
 from guards.output import age, show_path
+from guards.protect.rescue import owner_component
 from guards.state.ledger import SCHEMA, LedgerData
 from guards.state.session import Liveness, Verdict, judge
 
@@ -237,3 +238,44 @@ def check_sessions(ctx: Context) -> list[Finding]:
             )
         )
     return findings
+
+
+def check_checkpoints(ctx: Context) -> list[Finding]:
+    """The last checkpoint (``refs/wip/<session>``) of each session that stopped
+    without ending: where a crashed writer's work was last saved."""
+    if ctx.repo is None or ctx.data is None:
+        return []
+    gone = [sid for sid, st in ctx.sessions.items() if st.state in {Liveness.DEAD.value, STALE}]
+    if not gone:
+        return []
+    parent = str(ctx.setting("rescue.namespace")).rsplit("/", 1)[0]
+    refs = {f"{parent}/wip/{owner_component(sid)}": sid for sid in gone}
+    fmt = "--format=%(refname)%00%(objectname)%00%(creatordate:unix)"
+    res = ctx.repo.run(["for-each-ref", fmt, *refs])
+    found: list[tuple[str, str, str, float]] = []
+    for line in res.stdout.split(b"\n"):
+        name, _, rest = line.partition(b"\0")
+        oid, _, when = rest.partition(b"\0")
+        ref = os.fsdecode(name)
+        if ref in refs:
+            found.append((refs[ref], ref, oid.decode(), float(when or 0)))
+    if not found:
+        return []
+    found.sort(key=lambda f: -f[3])
+    sid, ref, _, _ = found[0]
+    return [
+        Finding(
+            Level.WARN,
+            "sessions",
+            "checkpoints",
+            "last checkpoints of sessions that stopped without ending: "
+            + listing([f"{s} {r} ({age(t, ctx.now)})" for s, r, _, t in found]),
+            f"see what it holds (git show --stat {ref}), take files back (git restore "
+            f"--source={ref} -- PATH), then guards session end {sid}",
+            {
+                "checkpoints": [
+                    {"session": s, "ref": r, "commit": c, "time": t} for s, r, c, t in found
+                ]
+            },
+        )
+    ]

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from guards.config import Config
 from guards.doctor.findings import Check, Context, Finding, Level
 from guards.doctor.ledger import (
+    check_checkpoints,
     check_kept_aside,
     check_ledger,
     check_ledger_lock,
@@ -42,6 +43,7 @@ REPO_CHECKS: tuple[Check, ...] = (
     check_ledger_lock,
     check_kept_aside,
     check_sessions,
+    check_checkpoints,
     check_dirty,
     check_stashes,
     check_rescues,
@@ -57,6 +59,7 @@ def _area_of(check: Check) -> str:
         check_ledger_lock: "ledger",
         check_kept_aside: "ledger",
         check_sessions: "sessions",
+        check_checkpoints: "sessions",
         check_dirty: "paths",
         check_stashes: "stashes",
         check_rescues: "rescues",

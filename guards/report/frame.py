@@ -13,8 +13,13 @@ import time
 from guards.git.dirty import DirtyPath, read_dirty
 from guards.git.repo import Repo
 from guards.output import age, iso, show_path
+from guards.report.checkpoints import (
+    LastCheckpoint,
+    dead_sessions_checkpoints,
+    latest_checkpoints,
+)
 from guards.state.attribution import UNKNOWN_OWNER, Owner, Ownership, classify
-from guards.state.ledger import Ledger
+from guards.state.ledger import Ledger, LedgerData
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
@@ -26,6 +31,8 @@ CLOSING = (
 )
 #: Spaces between the longest shown path and the owner column.
 GAP = 3
+#: How many dead sessions' checkpoints the frame names.
+MAX_CHECKPOINTS = 3
 
 
 class Entry:
@@ -39,17 +46,24 @@ class Entry:
 
 
 class Frame:
-    """What a turn inherits: the dirty paths with owners, for ``caller``."""
+    """What a turn inherits: the dirty paths with owners, for ``caller``, and where
+    sessions that stopped without ending last checkpointed their work."""
 
-    __slots__ = ("caller", "entries", "ledger_problem")
+    __slots__ = ("caller", "checkpoints", "entries", "ledger_problem")
 
     def __init__(
-        self, entries: list[Entry], caller: str | None, ledger_problem: str | None
+        self,
+        entries: list[Entry],
+        caller: str | None,
+        ledger_problem: str | None,
+        checkpoints: list[LastCheckpoint] | None = None,
     ) -> None:
         self.entries = entries
         self.caller = caller
         #: Why owners are all unknown (an unreadable ledger), else None.
         self.ledger_problem = ledger_problem
+        #: The last checkpoint of each dead session, newest first.
+        self.checkpoints = checkpoints or []
 
 
 def collect(repo: Repo, caller: str | None) -> Frame:
@@ -74,7 +88,22 @@ def attribute(repo: Repo, dirty: list[DirtyPath], caller: str | None) -> Frame:
             else UNKNOWN_OWNER
         )
         entries.append(Entry(d, owner))
-    return Frame(entries, caller, str(problem) if problem is not None else None)
+    checkpoints = _dead_checkpoints(repo, data) if data is not None else []
+    return Frame(entries, caller, str(problem) if problem is not None else None, checkpoints)
+
+
+def _dead_checkpoints(repo: Repo, data: LedgerData) -> list[LastCheckpoint]:
+    """Only when the log holds checkpoints at all are settings read (the TTL)."""
+    if not latest_checkpoints(data):
+        return []
+    from guards.config import KEYS, Config
+    from guards.errors import GuardsError
+
+    try:
+        ttl = float(Config(repo.ledger_dir_text).get("session.ttl"))
+    except GuardsError:
+        ttl = float(KEYS["session.ttl"].default)
+    return dead_sessions_checkpoints(data, ttl)
 
 
 def owner_text(owner: Owner, caller: str | None, now: float) -> str:
@@ -103,6 +132,13 @@ def render(frame: Frame, max_paths: int, now: float | None = None) -> str:
         )
     if n > len(shown):
         lines.append(f" ... and {n - len(shown)} more (`guards status` lists them all)")
+    for c in frame.checkpoints[:MAX_CHECKPOINTS]:
+        lines.append(
+            f"Session {c.session} stopped without ending; its last checkpoint: {c.ref} "
+            f"({age(c.time, now)})"
+        )
+    if len(frame.checkpoints) > MAX_CHECKPOINTS:
+        lines.append(f" ... and {len(frame.checkpoints) - MAX_CHECKPOINTS} more (guards doctor)")
     lines.append(CLOSING)
     return "\n".join(lines) + "\n"
 
@@ -130,6 +166,16 @@ def as_json(repo: Repo | None, frame: Frame | None, max_paths: int) -> dict[str,
                 ),
             }
             for e in entries[:max_paths]
+        ],
+        "checkpoints": [
+            {
+                "session": c.session,
+                "ref": c.ref,
+                "commit": c.commit,
+                "time": iso(c.time),
+                "age_seconds": round(max(0.0, now - c.time), 3),
+            }
+            for c in (frame.checkpoints if frame is not None else [])
         ],
         "text": render(frame, max_paths, now) if frame is not None else "",
     }

@@ -138,3 +138,6 @@ def record_paths(
         records = data.paths.setdefault(ws.repo.worktree_key, {})
         for rel, fp in prints.items():
             records[rel] = Attribution(session_id, fp, now, source).to_json()
+    from guards.state.repositories import remember
+
+    remember(ws.repo)  # for `guards doctor --all` and `guards reap --all`

@@ -21,7 +21,9 @@ LOG_LOCK_WAIT = 1.0
 def log_rescues(ws: Workspace, results: list[RescueResult], *, command: str, now: float) -> None:
     """Append to the ledger's rescue log; the refs are the truth, so a busy ledger only warns."""
     from guards.output import warn
+    from guards.state.repositories import remember
 
+    remember(ws.repo)  # for `guards doctor --all` and `guards reap --all`
     entries = [
         {
             "ref": r.ref,
