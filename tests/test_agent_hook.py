@@ -354,6 +354,23 @@ def test_session_end_marks_the_session_ended(repo: Path) -> None:
     assert [s["liveness"] for s in sessions if s["id"] == BOB] == ["ended"]
 
 
+def test_session_end_checkpoints_the_sessions_own_work_first(repo: Path) -> None:
+    """Commit early, push often: the harness's SessionEnd persists the session's work."""
+    send(repo, {"session_id": "bob", "hook_event_name": "SessionStart"})
+    (repo / "src/app.py").write_text("print('bob')\n")
+    edit = {
+        "session_id": "bob",
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": str(repo / "src/app.py")},
+    }
+    assert send(repo, edit).returncode == 0
+    res = send(repo, {"session_id": "bob", "hook_event_name": "SessionEnd", "reason": "exit"})
+    assert (res.returncode, res.stdout, res.stderr) == (0, "", "")
+    assert git(repo, "show", f"refs/wip/{BOB}:src/app.py") == "print('bob')\n"
+    assert (repo / "src/app.py").read_text() == "print('bob')\n"  # the work stays
+
+
 @pytest.mark.parametrize(
     "event",
     [

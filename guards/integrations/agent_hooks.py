@@ -563,6 +563,17 @@ def _touch(cwd: str, sid: str | None, label: str) -> None:
             record["worktree"] = ws.repo.worktree_key
 
 
+def _persist(ws: Workspace, sid: str) -> None:
+    """Commit early, push often: the ending session's own work goes to its WIP ref (and
+    to ``rescue.remote`` when set) before the session is marked ended; a persist that
+    fails is one line, never a failed end."""
+    from guards.protect.persist import persist_session
+
+    result = persist_session(ws, sid)
+    if result.failed:
+        _say(f"guards agent-hook: {result.line()}")
+
+
 def _session_end(harness: str, event: dict[str, Any]) -> int:
     import time
 
@@ -575,6 +586,7 @@ def _session_end(harness: str, event: dict[str, Any]) -> int:
         return 0
     try:
         ws = Workspace.open(cwd=_cwd(event))
+        _persist(ws, sid)
         with ws.ledger.transaction() as data:
             record = data.sessions.get(sid)
             if record is not None:
