@@ -94,8 +94,13 @@ _HANDLERS: dict[str, Callable[[Context, list[str]], BlastRadius]] = {
 
 def blast_radius(cmd: GitCommand) -> BlastRadius:
     """What ``cmd`` would destroy or move away; raises UnknownStateError if git fails."""
-    if cmd.shell_alias is not None:
-        return everything(None)
+    if cmd.opaque is not None:
+        # Everything the command could reach: the dirty work of its work tree (outside
+        # any repository, nothing of git's is there to lose).
+        ctx = context(cmd)
+        if ctx is None:
+            return BlastRadius(worktree=None, losses=[])
+        return everything(ctx.toplevel)
     sub = cmd.subcommand
     if sub is None or asks_for_help(cmd.args):
         return BlastRadius(worktree=None, losses=[])

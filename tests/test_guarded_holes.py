@@ -1,0 +1,120 @@
+"""Ways other writers' work used to be lost through the guarded git, each reproduced
+through ``guards run``, the shim and (where one exists) the safe-* alias: after the
+command, what it destroyed must be held by a rescue ref. And where git itself rejects a
+command, the guarded git must be git: same exit code, same output, no rescue."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.guarded import ALIASED, install_aliases, install_shim, run_via
+from tests.helpers import git
+
+BOB = {"GUARDS_SESSION": "bob"}
+
+
+@pytest.fixture
+def shim(tmp_path: Path) -> Path:
+    return install_shim(tmp_path / "shim")
+
+
+def ways(args: list[str]) -> list[str]:
+    """guards run and the shim always; the alias when one exists for the subcommand."""
+    found = ["guards-run", "shim"]
+    if args and args[0] in ALIASED:
+        found.append("alias")
+    return found
+
+
+def rescue_refs(repo: Path) -> list[str]:
+    return git(repo, "for-each-ref", "--format=%(refname)", "refs/rescue").split()
+
+
+def rescued(repo: Path, path: str) -> list[bytes]:
+    """Every version of ``path`` the rescue refs hold (their commits' parents too)."""
+    found = []
+    for ref in rescue_refs(repo):
+        for rev in (ref, f"{ref}^2"):
+            res = subprocess.run(
+                ["git", "cat-file", "blob", f"{rev}:{path}"], cwd=repo, capture_output=True
+            )
+            if res.returncode == 0:
+                found.append(res.stdout)
+    return found
+
+
+def rescued_commits(repo: Path) -> set[str]:
+    return {git(repo, "rev-parse", ref).strip() for ref in rescue_refs(repo)}
+
+
+def held_by_rescue(repo: Path, commit: str) -> bool:
+    refs = rescue_refs(repo)
+    return any(
+        subprocess.run(["git", "merge-base", "--is-ancestor", commit, r], cwd=repo).returncode == 0
+        for r in refs
+    )
+
+
+def run_way(
+    way: str, args: list[str], cwd: Path, shim: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    if way == "alias":
+        install_aliases(cwd)
+    return run_via(way, args, cwd, shim_dir=shim, env={**BOB, **(env or {})})
+
+
+def same_as_plain(
+    repo: Path, args: list[str], way: str, shim: Path, tmp_path: Path, cwd: Path | None = None
+) -> None:
+    """The guarded command behaves exactly as plain git (run on a copy) and writes no
+    rescue ref."""
+    twin = tmp_path / "plain-twin"
+    shutil.copytree(repo, twin, symlinks=True)
+    rel = (cwd or repo).relative_to(repo)
+    plain = run_via("plain", args, twin / rel)
+    if way == "alias":
+        install_aliases(repo)
+    guarded = run_via(way, args, cwd or repo, shim_dir=shim, env=BOB)
+    assert guarded.returncode == plain.returncode, guarded.stderr
+    assert guarded.stdout == plain.stdout
+    assert guarded.stderr == plain.stderr
+    assert rescue_refs(repo) == []
+
+
+# ---------------------------------------------------------------------------
+# Global options guards did not know: the parser gave up and git ran unchecked
+
+
+GLOBAL_SPELLINGS = [
+    ["--no-literal-pathspecs", "reset", "--hard"],
+    ["--shallow-file", "nowhere", "reset", "--hard"],
+    ["--config-env", "user.name=HOME", "reset", "--hard"],
+    ["--exec-path=EXEC", "reset", "--hard"],
+]
+
+
+@pytest.mark.parametrize("args", GLOBAL_SPELLINGS, ids=lambda a: a[0])
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_every_global_option_of_git_reaches_the_guard(
+    repo: Path, shim: Path, args: list[str], way: str
+) -> None:
+    exec_path = git(repo, "--exec-path").strip()
+    args = [a.replace("EXEC", exec_path) for a in args]
+    (repo / "README").write_text("unknown writer's edit\n")
+    res = run_way(way, args, repo, shim)
+    assert res.returncode == 0, res.stderr
+    assert (repo / "README").read_text() == "hello\n"
+    assert b"unknown writer's edit\n" in rescued(repo, "README")
+
+
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_a_global_option_git_rejects_is_left_to_git(
+    repo: Path, shim: Path, tmp_path: Path, way: str
+) -> None:
+    (repo / "README").write_text("unknown writer's edit\n")
+    same_as_plain(repo, ["--no-pagr", "reset", "--hard"], way, shim, tmp_path)
+    assert (repo / "README").read_text() == "unknown writer's edit\n"
