@@ -5,6 +5,7 @@ command, the guarded git must be git: same exit code, same output, no rescue."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.guarded import ALIASED, install_aliases, install_shim, run_via
-from tests.helpers import git
+from tests.helpers import git, make_repo
 
 BOB = {"GUARDS_SESSION": "bob"}
 
@@ -118,3 +119,73 @@ def test_a_global_option_git_rejects_is_left_to_git(
     (repo / "README").write_text("unknown writer's edit\n")
     same_as_plain(repo, ["--no-pagr", "reset", "--hard"], way, shim, tmp_path)
     assert (repo / "README").read_text() == "unknown writer's edit\n"
+
+
+# ---------------------------------------------------------------------------
+# --git-dir / --work-tree as options mean what GIT_DIR / GIT_WORK_TREE mean
+
+
+def _separate_git_dir(git_dir: Path, work: Path) -> None:
+    """A repository whose git dir and work tree are given explicitly (the dotfiles way)."""
+    work.mkdir(parents=True, exist_ok=True)
+    git(work, "init", "-q", "--bare", str(git_dir))
+    opts = [f"--git-dir={git_dir}", f"--work-tree={work}"]
+    (work / "conf.txt").write_text("committed\n")
+    git(work, *opts, "add", "conf.txt")
+    git(work, *opts, "commit", "-qm", "conf")
+    (work / "conf.txt").write_text("someone's edit\n")
+
+
+SPELLINGS = ["options", "options-relative", "environment"]
+
+
+def held_in(git_dir: Path, path: str) -> list[str]:
+    """What the rescue refs of the repository at ``git_dir`` hold of ``path``."""
+    refs = git(git_dir, "for-each-ref", "--format=%(objectname)", "refs/rescue").split()
+    return [git(git_dir, "show", f"{r}:{path}") for r in refs]
+
+
+def _spelled(spelling: str, git_dir: Path, work: Path, args: list[str]) -> tuple[list, dict]:
+    if spelling == "options":
+        return [f"--git-dir={git_dir}", "--work-tree", str(work), *args], {}
+    if spelling == "options-relative":
+        return ["--git-dir", os.path.relpath(git_dir, work), "--work-tree=.", *args], {}
+    return args, {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(work)}
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+@pytest.mark.parametrize("way", ["guards-run", "shim", "alias"])
+def test_a_work_tree_inside_another_repository_is_guarded_in_its_own(
+    tmp_path: Path, shim: Path, spelling: str, way: str
+) -> None:
+    outer = make_repo(tmp_path / "outer", {"outer.txt": "outer\n", ".gitignore": "inner/\n"})
+    (outer / "outer.txt").write_text("outer's own dirty work\n")
+    git_dir, work = tmp_path / "inner.git", outer / "inner"
+    _separate_git_dir(git_dir, work)
+    args, env = _spelled(spelling, git_dir, work, ["reset", "--hard"])
+    if way == "alias":
+        install_aliases(git_dir)
+        args[args.index("reset")] = ALIASED["reset"]
+        res = subprocess.run(["git", *args], cwd=work, env={**os.environ, **BOB, **env})
+    else:
+        res = run_way(way, args, work, shim, env=env)
+    assert res.returncode == 0
+    assert (work / "conf.txt").read_text() == "committed\n"
+    assert held_in(git_dir, "conf.txt") == ["someone's edit\n"]
+    assert rescue_refs(outer) == []  # nothing "rescued" in the wrong repository
+    assert (outer / "outer.txt").read_text() == "outer's own dirty work\n"
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_a_bare_repository_with_a_separate_work_tree_is_guarded(
+    tmp_path: Path, shim: Path, spelling: str, way: str
+) -> None:
+    home = tmp_path / "home"
+    git_dir = home / ".dotfiles"
+    _separate_git_dir(git_dir, home)
+    args, env = _spelled(spelling, git_dir, home, ["checkout", "--", "."])
+    res = run_way(way, args, home, shim, env=env)
+    assert res.returncode == 0, res.stderr
+    assert (home / "conf.txt").read_text() == "committed\n"
+    assert held_in(git_dir, "conf.txt") == ["someone's edit\n"]
