@@ -189,3 +189,43 @@ def test_a_bare_repository_with_a_separate_work_tree_is_guarded(
     assert res.returncode == 0, res.stderr
     assert (home / "conf.txt").read_text() == "committed\n"
     assert held_in(git_dir, "conf.txt") == ["someone's edit\n"]
+
+
+# ---------------------------------------------------------------------------
+# A command git rejects is git's own business: no rescue, no output, no ref
+
+
+REJECTED = [
+    ["checkout", "-B"],
+    ["stash", "push", "-m"],
+    ["worktree", "remove"],
+    ["worktree", "remove", "nowhere"],
+    ["reset", "--hadr"],
+    ["reset", "--hard", "-Z"],
+    ["restore", "--pathspec-from-file=missing"],
+    ["rm", "-f", "--pathspec-from-file=missing"],
+    ["checkout", "-b", "x", "-B", "y"],
+    ["checkout", "-b", "x", "main", "README"],
+    ["checkout", "--detach", "--", "README"],
+    ["checkout", "-f", "-m", "main"],
+    ["checkout", "main", "HEAD", "--", "README"],
+    ["switch", "-c", "x", "-C", "y"],
+    ["reset", "--patch", "--hard"],
+    ["reset", "--pathspec-file-nul"],
+    ["restore", "--staged", "--ours", "README"],
+    ["clean", "-fxX"],
+    ["rm", "-f", "src"],
+    ["stash", "push", "--pathspec-from-file=list", "--", "README"],
+]
+
+
+@pytest.mark.parametrize("args", REJECTED, ids=lambda a: " ".join(a))
+def test_a_command_git_rejects_gets_no_rescue_and_no_output(
+    repo: Path, shim: Path, tmp_path: Path, args: list[str]
+) -> None:
+    (repo / "README").write_text("unknown writer's edit\n")
+    (repo / "src" / "app.py").write_text("another edit\n")
+    (repo / "list").write_text("README\n")
+    for way in ways(args):
+        same_as_plain(repo, args, way, shim, tmp_path / way)
+    assert (repo / "README").read_text() == "unknown writer's edit\n"

@@ -14,7 +14,7 @@ import os
 
 from guards import git
 from guards.errors import UnknownStateError, UsageError
-from guards.predict.options import parse_options
+from guards.predict.options import git_rejects, parse_options
 from guards.values import Value
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
@@ -575,20 +575,45 @@ def asks_for_help(args: Sequence[str]) -> bool:
     return False
 
 
+#: The option table each subcommand's arguments are read with (stash: per action).
+SPEC_OF = {
+    "reset": "reset",
+    "checkout": "checkout",
+    "switch": "switch",
+    "restore": "restore",
+    "clean": "clean",
+    "rm": "rm",
+    "mv": "mv",
+    "branch": "branch",
+    "rebase": "rebase",
+    "pull": "pull",
+    "merge": "merge",
+    "cherry-pick": "sequencer",
+    "revert": "sequencer",
+    "am": "am",
+}
+
+
 def could_destroy(cmd: GitCommand) -> bool:
-    """False for commands that can never destroy or move uncommitted work or commits."""
+    """False for commands that can never destroy or move uncommitted work or commits,
+    and for command lines git itself refuses before touching anything."""
     if cmd.opaque is not None:
         return True
     sub = cmd.subcommand
     if sub is None or sub not in DESTRUCTIVE_SUBCOMMANDS or asks_for_help(cmd.args):
         return False
     args = cmd.args
+    spec = SPEC_OF.get(sub)
+    if spec is not None:
+        o = parse_options(spec, args)
+        if git_rejects(spec, o):
+            return False
+        if o.unknown:
+            return True  # git may know it: asked when the blast radius is computed
     if sub == "reset":
-        o = parse_options("reset", args)
-        return not (o.has("soft") and not o.unknown)
+        return not o.has("soft")
     if sub == "checkout":
-        o = parse_options("checkout", args)
-        if o.unknown or o.after_dashdash is not None or o.given("pathspec-from-file"):
+        if o.after_dashdash is not None or o.given("pathspec-from-file"):
             return True
         if o.has("patch") or o.has("force") or o.has("merge"):
             return True
@@ -596,32 +621,26 @@ def could_destroy(cmd: GitCommand) -> bool:
             return True
         return bool(o.positionals)
     if sub == "switch":
-        o = parse_options("switch", args)
-        if o.unknown or o.given("force-create") or o.has("force") or o.has("discard-changes"):
+        if o.given("force-create") or o.has("force") or o.has("discard-changes"):
             return True
         return bool(o.positionals) or o.has("merge") or o.given("orphan")
     if sub == "restore":
         return True
     if sub == "clean":
-        o = parse_options("clean", args)
-        return bool(o.unknown) or clean_force(cmd, o)
+        return clean_force(cmd, o)
     if sub == "stash":
-        action, _rest = stash_action(args)
+        action, rest = stash_action(args)
+        pushed = parse_options("stash-push", rest) if action in ("push", "save") else None
+        if pushed is not None and git_rejects("stash-push", pushed):
+            return False
         return action not in ("list", "show", "apply", "create", "store")
     if sub == "rm":
-        o = parse_options("rm", args)
-        if o.unknown:
-            return True
         return not o.has("dry-run") and (o.has("force") or o.has("cached"))
     if sub == "mv":
-        o = parse_options("mv", args)
-        return bool(o.unknown) or (o.has("force") and not o.has("dry-run"))
+        return o.has("force") and not o.has("dry-run")
     if sub == "worktree":
         return bool(args) and args[0] == "remove"
     if sub == "branch":
-        o = parse_options("branch", args)
-        if o.unknown:
-            return True
         if o.has("D") or o.has("M") or o.has("C"):
             return True
         if o.has("force") and (o.has("delete") or o.has("move") or o.has("copy")):
@@ -629,14 +648,12 @@ def could_destroy(cmd: GitCommand) -> bool:
         listing = o.has("list") or o.given("contains") or o.given("merged")
         return o.has("force") and bool(o.positionals) and not listing
     if sub in ("rebase", "pull", "merge"):
-        o = parse_options(sub, args)
         if o.has("abort") or o.has("skip"):
             return True
         if sub == "merge" and not (o.has("continue") or o.has("quit")):
             return True  # a fast-forward overwrites ignored files in its way
         return autostash(cmd, o)
     if sub in ("cherry-pick", "revert", "am"):
-        o = parse_options("am" if sub == "am" else "sequencer", args)
         return any(o.has(x) for x in _SEQ_DESTRUCTIVE)
     if sub == "submodule":
         words = [a for a in args if not a.startswith("-")]

@@ -20,7 +20,14 @@ tree files, ``clean -n``). Notation as in docs/blast-radius.md: H = HEAD, I = in
 from __future__ import annotations
 
 from guards.predict.blast import history_commands, tree_commands
-from guards.predict.blast.radius import BlastRadius, Loss, LossKind, everything
+from guards.predict.blast.radius import (
+    BlastRadius,
+    CannotTell,
+    GitRefuses,
+    Loss,
+    LossKind,
+    everything,
+)
 from guards.predict.blast.rules import (
     Losses,
     collisions,
@@ -107,9 +114,16 @@ def blast_radius(cmd: GitCommand) -> BlastRadius:
     handler = _HANDLERS.get(sub)
     if handler is None:
         return BlastRadius(worktree=None, losses=[])
-    if sub == "worktree":
-        return history_commands.worktree_remove(cmd)
-    ctx = context(cmd)
-    if ctx is None:
+    ctx = None
+    try:
+        if sub == "worktree":
+            return history_commands.worktree_remove(cmd)
+        ctx = context(cmd)
+        if ctx is None:
+            return BlastRadius(worktree=None, losses=[])
+        return handler(ctx, cmd.args)
+    except GitRefuses:
         return BlastRadius(worktree=None, losses=[])
-    return handler(ctx, cmd.args)
+    except CannotTell:
+        ctx = ctx or context(cmd)
+        return everything(None if ctx is None else ctx.toplevel)

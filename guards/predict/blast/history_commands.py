@@ -25,7 +25,7 @@ from guards.predict.blast.rules import (
     unreachable_from,
     wt,
 )
-from guards.predict.blast.state import Target, context, read_state
+from guards.predict.blast.state import Target, command_options, context, read_state
 from guards.predict.cmdline import autostash
 from guards.predict.options import parse_options
 
@@ -41,13 +41,13 @@ def worktree_remove(cmd: GitCommand) -> BlastRadius:
     args = cmd.args
     if not args or args[0] != "remove":
         return BlastRadius(worktree=None, losses=[])
-    o = parse_options("worktree-remove", args[1:])
-    operands = [*o.positionals, *(o.after_dashdash or [])]
-    if o.unknown or len(operands) != 1:
-        return everything(None)
     main = context(cmd)
     if main is None:
         return BlastRadius(worktree=None, losses=[])
+    o = command_options(main, "worktree-remove", args[1:])
+    operands = [*o.positionals, *(o.after_dashdash or [])]
+    if len(operands) != 1:
+        return BlastRadius(worktree=None, losses=[])  # git: usage
     path = main.abs_path(operands[0])
     if not os.path.isdir(path):
         return BlastRadius(worktree=None, losses=[])
@@ -86,9 +86,7 @@ def worktree_remove(cmd: GitCommand) -> BlastRadius:
 
 
 def _branch(ctx: Context, args: list[str]) -> BlastRadius:
-    o = parse_options("branch", args)
-    if o.unknown:
-        return everything(ctx.toplevel)
+    o = command_options(ctx, "branch", args)
     commits: list[tuple[str, str]] = []
     names = [*o.positionals, *(o.after_dashdash or [])]
     force = o.has("force")
@@ -158,7 +156,7 @@ def _in_progress(ctx: Context, sub: str) -> bool:
 def _rebase_like(ctx: Context, args: list[str]) -> BlastRadius:
     sub = ctx.cmd.subcommand or ""
     spec = {"cherry-pick": "sequencer", "revert": "sequencer"}.get(sub, sub)
-    o = parse_options(spec, args)
+    o = command_options(ctx, spec, args)
     head = ctx.head()
     if o.has("abort") or o.has("skip"):
         if not _in_progress(ctx, sub):
@@ -200,8 +198,6 @@ def _rebase_like(ctx: Context, args: list[str]) -> BlastRadius:
                 target = Target(ctx, oid, head)
                 add_collisions(state, target, losses, untracked=False, ignored=True)
         return losses.radius(ctx)
-    if o.unknown:
-        return everything(ctx.toplevel)
     return BlastRadius(worktree=ctx.toplevel, losses=[])
 
 
@@ -216,9 +212,7 @@ def _submodule(ctx: Context, args: list[str]) -> BlastRadius:
     if action != "deinit" or ctx.toplevel is None:
         return BlastRadius(worktree=ctx.toplevel, losses=[])
     rest = args[args.index("deinit") + 1 :]
-    o = parse_options("submodule-deinit", rest)
-    if o.unknown:
-        return everything(ctx.toplevel)
+    o = command_options(ctx, "submodule-deinit", rest)
     pathspec = [*o.positionals, *(o.after_dashdash or [])]
     if not pathspec and not o.has("all"):
         return BlastRadius(worktree=ctx.toplevel, losses=[])
@@ -252,10 +246,10 @@ def _sparse_checkout(ctx: Context, args: list[str]) -> BlastRadius:
     if not args or args[0] not in ("set", "reapply", "init"):
         return BlastRadius(worktree=ctx.toplevel, losses=[])
     action = args[0]
-    o = parse_options("sparse-checkout", args[1:])
+    o = command_options(ctx, "sparse-checkout", args[1:])
     cone_cfg = ctx.cmd.config_bool("core.sparsecheckoutcone", None)
     cone = o.has("cone") if o.given("cone") else (cone_cfg is not False)
-    if o.unknown or o.has("stdin") or not cone or ctx.toplevel is None:
+    if o.has("stdin") or not cone or ctx.toplevel is None:
         return everything(ctx.toplevel)
     if action == "set":
         dirs = [d.strip("/") for d in o.positionals + (o.after_dashdash or [])]

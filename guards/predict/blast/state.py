@@ -17,6 +17,8 @@ from guards import git
 from guards.errors import UnknownStateError
 from guards.git.objects import GITLINK, ZERO_MODE, blob_oid, empty_tree
 from guards.git.quoting import c_unquote
+from guards.predict.blast.radius import CannotTell, GitRefuses
+from guards.predict.options import GIT_WORDS, git_rejects, parse_options
 from guards.values import MutableValue
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
@@ -65,12 +67,20 @@ class Context:
         at_prefix: bool = False,
         stdin: bytes | None = None,
         check: bool = True,
+        extra_env: dict[str, str] | None = None,
     ) -> git.Result:
         cwd = self.toplevel or self.git_dir
         if at_prefix and self.toplevel and self.prefix:
             cwd = os.path.join(self.toplevel, self.prefix)
         try:
-            return git.run([*self.options, *args], cwd=cwd, env=self.env, stdin=stdin, check=check)
+            return git.run(
+                [*self.options, *args],
+                cwd=cwd,
+                env=self.env,
+                stdin=stdin,
+                check=check,
+                extra_env=extra_env,
+            )
         except git.GitError as e:
             raise UnknownStateError(str(e)) from e
 
@@ -278,6 +288,58 @@ def _ver(mode: bytes, oid: bytes) -> Version | None:
     return None if m == ZERO_MODE else (m, oid.decode())
 
 
+def command_options(ctx: Context, spec_name: str, args: Sequence[str]) -> Options:
+    """The command's options read with git's table; raises :class:`GitRefuses` when git
+    refuses them, :class:`CannotTell` for an option git knows and guards does not."""
+    o = parse_options(spec_name, args)
+    if git_rejects(spec_name, o):
+        raise GitRefuses(spec_name)
+    if o.unknown:
+        words = GIT_WORDS.get(spec_name)
+        if spec_name == "sequencer" and ctx.cmd.subcommand:
+            words = (ctx.cmd.subcommand,)
+        if words is None or not git_rejects_options(ctx, words, o.unknown):
+            raise CannotTell(" ".join(o.unknown))
+        raise GitRefuses(spec_name)
+    return o
+
+
+def git_rejects_options(ctx: Context, words: Sequence[str], unknown: Sequence[str]) -> bool:
+    """Whether git's own option table for ``git <words>`` surely lacks each of these
+    options (a typo such as ``reset --hadr``: git refuses the command). Asked with
+    ``--git-completion-helper-all`` (long options) and ``-h`` (short ones), which print
+    the table and exit; anything unclear counts as "git may know it"."""
+    longs: list[str] = []
+    shorts: set[str] = set()
+    if any(u.startswith("--") for u in unknown):
+        res = ctx.run([*words, "--git-completion-helper-all"], at_prefix=True, check=False)
+        longs = [w.rstrip("=")[2:] for w in res.stdout.decode("utf-8", "replace").split()]
+        longs = [w for w in longs if w]
+        if res.returncode != 0 or not longs:
+            return False
+    if any(not u.startswith("--") for u in unknown):
+        res = ctx.run([*words, "-h"], at_prefix=True, check=False, extra_env=_C_LOCALE)
+        for line in res.stdout.decode("utf-8", "replace").splitlines():
+            word = line.strip().split(",")[0].split(" ")[0]
+            if len(word) == 2 and word[0] == "-" and word[1] != "-":
+                shorts.add(word[1])
+        if res.returncode != 129 or not shorts:
+            return False
+    for u in unknown:
+        if u.startswith("--"):
+            body = u[2:].partition("=")[0]
+            if not body or any(name.startswith(body) for name in longs):
+                return False
+            if body.startswith("no-") and any(name.startswith(body[3:]) for name in longs):
+                return False
+        elif len(u) != 2 or u[1] in shorts:
+            return False
+    return True
+
+
+_C_LOCALE = {"LC_ALL": "C", "LANGUAGE": "C"}
+
+
 def pathspec_args(ctx: Context, opts: Options, pathspec: Sequence[str]) -> list[str] | None:
     """Status arguments limiting it to the command's pathspec; None = the whole tree.
 
@@ -293,7 +355,7 @@ def pathspec_args(ctx: Context, opts: Options, pathspec: Sequence[str]) -> list[
             with open(ctx.abs_path(source), "rb") as f:
                 data = f.read()
         except OSError:
-            return None  # git will fail to read it too; count the whole scope
+            raise GitRefuses(f"cannot read {source}") from None  # git cannot either
         if opts.has("pathspec-file-nul"):
             items = git.zsplit(data)
         else:

@@ -14,7 +14,7 @@ from guards import git
 from guards.errors import UnknownStateError
 from guards.git.objects import empty_tree
 from guards.git.quoting import parse_clean_output
-from guards.predict.blast.radius import BlastRadius, LossKind, everything
+from guards.predict.blast.radius import BlastRadius, GitRefuses, LossKind, everything
 from guards.predict.blast.rules import (
     Losses,
     branch_reset_loss,
@@ -34,7 +34,13 @@ from guards.predict.blast.rules import (
     wi,
     wt,
 )
-from guards.predict.blast.state import Target, files_under, pathspec_args, read_state
+from guards.predict.blast.state import (
+    Target,
+    command_options,
+    files_under,
+    pathspec_args,
+    read_state,
+)
 from guards.predict.cmdline import clean_force, stash_action
 from guards.predict.options import parse_options
 
@@ -61,14 +67,12 @@ def _split_target(
 
 
 def _reset(ctx: Context, args: list[str]) -> BlastRadius:
-    o = parse_options("reset", args)
-    if o.unknown:
-        return everything(ctx.toplevel)
+    o = command_options(ctx, "reset", args)
     if o.has("soft"):
         return BlastRadius(worktree=ctx.toplevel, losses=[])
     split = _split_target(ctx, o)
     if split is None:
-        return everything(ctx.toplevel)
+        raise GitRefuses("reset")  # more than one revision before "--"
     name, pathspec = split
     head = ctx.head()
     x_oid = ctx.rev(name) if name else head
@@ -98,9 +102,7 @@ def _reset(ctx: Context, args: list[str]) -> BlastRadius:
 
 
 def _checkout(ctx: Context, args: list[str]) -> BlastRadius:
-    o = parse_options("checkout", args)
-    if o.unknown:
-        return everything(ctx.toplevel)
+    o = command_options(ctx, "checkout", args)
     head = ctx.head()
     pathmode = (
         o.after_dashdash is not None
@@ -113,10 +115,16 @@ def _checkout(ctx: Context, args: list[str]) -> BlastRadius:
         if len(o.positionals) > 1 or (ctx.rev(first) is None and _dwim_remote(ctx, first) is None):
             pathmode = True
     losses = Losses()
+    if pathmode and (new_branch or o.has("detach") or o.given("track")):
+        raise GitRefuses("checkout")  # "cannot be used with updating paths"
+    if not pathmode and (o.has("ours") or o.has("theirs") or o.given("overlay")):
+        raise GitRefuses("checkout")  # "cannot be used with switching branches"
+    if new_branch and len(o.positionals) > 1:
+        raise GitRefuses("checkout")  # "Cannot update paths and switch to branch"
     if pathmode:
         split = _split_target(ctx, o, "tree")
         if split is None:
-            return everything(ctx.toplevel)
+            raise GitRefuses("checkout")  # "only one reference expected"
         name, pathspec = split
         limit = pathspec_args(ctx, o, pathspec)
         if name is None:
@@ -184,9 +192,7 @@ def _dwim_remote(ctx: Context, name: str) -> str | None:
 
 
 def _switch(ctx: Context, args: list[str]) -> BlastRadius:
-    o = parse_options("switch", args)
-    if o.unknown:
-        return everything(ctx.toplevel)
+    o = command_options(ctx, "switch", args)
     if operation_in_progress(ctx):
         return BlastRadius(worktree=ctx.toplevel, losses=[])  # git: "cannot switch ... while"
     head = ctx.head()
@@ -211,9 +217,7 @@ def _switch(ctx: Context, args: list[str]) -> BlastRadius:
 
 
 def _restore(ctx: Context, args: list[str]) -> BlastRadius:
-    o = parse_options("restore", args)
-    if o.unknown:
-        return everything(ctx.toplevel)
+    o = command_options(ctx, "restore", args)
     pathspec = [*o.positionals, *(o.after_dashdash or [])]
     if not pathspec and not o.given("pathspec-from-file"):
         return BlastRadius(worktree=ctx.toplevel, losses=[])  # git: path(s) required
@@ -250,9 +254,7 @@ def _restore(ctx: Context, args: list[str]) -> BlastRadius:
 
 
 def _clean(ctx: Context, args: list[str]) -> BlastRadius:
-    o = parse_options("clean", args)
-    if o.unknown:
-        return everything(ctx.toplevel)
+    o = command_options(ctx, "clean", args)
     if not clean_force(ctx.cmd, o) or ctx.toplevel is None:
         return BlastRadius(worktree=ctx.toplevel, losses=[])
     dry = ["clean", "--dry-run"]
@@ -265,8 +267,12 @@ def _clean(ctx: Context, args: list[str]) -> BlastRadius:
         if isinstance(v, str):
             dry.append(f"--exclude={v}")
     dry += ["--", *o.positionals, *(o.after_dashdash or [])]
-    out = ctx.out(dry, at_prefix=True)
-    removed, _skipped = parse_clean_output(out)
+    res = ctx.run(dry, at_prefix=True, check=False)
+    if res.returncode in (128, 129):
+        raise GitRefuses("clean")  # the same flags and pathspec: git refuses the real one too
+    if res.returncode != 0:
+        raise UnknownStateError(f"git clean --dry-run failed (exit {res.returncode})")
+    removed, _skipped = parse_clean_output(res.stdout)
     paths: list[str] = []
     for shown in removed:
         rel = posixpath.normpath(posixpath.join(ctx.prefix, shown))
@@ -289,9 +295,7 @@ def _stash(ctx: Context, args: list[str]) -> BlastRadius:
     if action in ("list", "show", "apply", "create", "store"):
         return BlastRadius(worktree=ctx.toplevel, losses=[])
     if action in ("push", "save"):
-        o = parse_options("stash-push", rest)
-        if o.unknown:
-            return everything(ctx.toplevel)
+        o = command_options(ctx, "stash-push", rest)
         pathspec = (
             (o.after_dashdash or [])
             if action == "save"
@@ -345,15 +349,16 @@ def _stash_entries(ctx: Context) -> list[tuple[str, str]]:
 
 
 def _rm(ctx: Context, args: list[str]) -> BlastRadius:
-    o = parse_options("rm", args)
-    if o.unknown:
-        return everything(ctx.toplevel)
+    o = command_options(ctx, "rm", args)
     if o.has("dry-run"):
         return BlastRadius(worktree=ctx.toplevel, losses=[])
     pathspec = [*o.positionals, *(o.after_dashdash or [])]
     if not pathspec and not o.given("pathspec-from-file"):
         return BlastRadius(worktree=ctx.toplevel, losses=[])
-    state = read_state(ctx, pathspec_args(ctx, o, pathspec))
+    limit = pathspec_args(ctx, o, pathspec)
+    if not o.has("r") and limit is not None and _matches_a_directory(ctx, limit[1:]):
+        raise GitRefuses("rm")  # "not removing 'dir' recursively without -r"
+    state = read_state(ctx, limit)
     losses = Losses()
     force = o.has("force")
     tracked = [e for e in tracked_entries(state) if e.index is not None or e.intent_to_add]
@@ -377,10 +382,27 @@ def _rm(ctx: Context, args: list[str]) -> BlastRadius:
     return losses.radius(ctx)
 
 
+def _matches_a_directory(ctx: Context, pathspec: list[str]) -> bool:
+    """A plain pathspec element that names a directory of tracked files (or ``.``):
+    ``rm`` without ``-r`` refuses the whole command. Elements with magic or wildcards
+    are left to git (they never count here)."""
+    plain = [p for p in pathspec if p and not p.startswith(":") and not any(c in p for c in "*?[")]
+    if not plain:
+        return False
+    out = ctx.out(["--literal-pathspecs", "ls-files", "-z", "--", *plain], at_prefix=True)
+    tracked = {os.fsdecode(p) for p in git.zsplit(out)}
+    for p in plain:
+        q = posixpath.normpath(p)
+        if q == ".":
+            if tracked:
+                return True
+        elif q not in tracked and any(t.startswith(q + "/") for t in tracked):
+            return True
+    return False
+
+
 def _mv(ctx: Context, args: list[str]) -> BlastRadius:
-    o = parse_options("mv", args)
-    if o.unknown:
-        return everything(ctx.toplevel)
+    o = command_options(ctx, "mv", args)
     if not o.has("force") or o.has("dry-run") or ctx.toplevel is None:
         return BlastRadius(worktree=ctx.toplevel, losses=[])
     operands = [*o.positionals, *(o.after_dashdash or [])]
