@@ -672,3 +672,59 @@ def test_the_rules_document_names_every_kind_of_loss_and_every_handled_command()
         assert f"| `{kind}` |" in doc
     for sub in [*tree_commands.HANDLERS, *history_commands.HANDLERS]:
         assert f"`{sub}" in doc, sub
+
+
+# ---------------------------------------------------------------------------
+# Changes an index flag hides from `git status` (assume-unchanged, skip-worktree)
+
+
+def _hidden_repo(tmp_path: Path, flag: str) -> Path:
+    """f and k carry ``flag`` and differ from their entries; ``other`` changes f and g."""
+    top = make_repo(tmp_path / "r", {"f": "base\n", "k": "keep\n", "g": "g\n"})
+    git(top, "checkout", "-q", "-b", "other")
+    write(top, "f", "f in other\n")
+    write(top, "g", "g in other\n")
+    git(top, "commit", "-q", "-am", "other")
+    git(top, "checkout", "-q", "main")
+    git(top, "update-index", flag, "f", "k")
+    write(top, "f", "f hidden edit\n")
+    write(top, "k", "k hidden edit\n")
+    return top
+
+
+HIDDEN_CASES = [
+    ["reset", "--hard"],
+    ["reset", "--hard", "other"],
+    ["reset", "--merge", "other"],
+    ["checkout", "-f"],
+    ["checkout", "-f", "other"],
+    ["checkout", "other"],
+    ["checkout", "-m", "other"],
+    ["switch", "--discard-changes", "other"],
+    ["checkout", "--", "."],
+    ["checkout", "other", "--", "."],
+    ["checkout", "--ignore-skip-worktree-bits", "--", "."],
+    ["restore", "."],
+    ["restore", "--ignore-skip-worktree-bits", "."],
+    ["restore", "--source=other", "."],
+    ["restore", "--source=other", "-SW", "."],
+    ["rm", "-f", "f", "k", "g"],
+    ["rm", "-f", "--sparse", "f", "k"],
+    ["mv", "-f", "g", "f"],
+    ["stash"],
+    ["stash", "push", "--", "f", "g"],
+]
+
+
+@pytest.mark.parametrize("flag", ["--assume-unchanged", "--skip-worktree"])
+@pytest.mark.parametrize("argv", HIDDEN_CASES, ids=lambda a: " ".join(a))
+def test_changes_an_index_flag_hides_are_predicted(
+    tmp_path: Path, flag: str, argv: list[str]
+) -> None:
+    top = _hidden_repo(tmp_path, flag)
+    if argv[0] == "stash":
+        write(top, "g", "g visible edit\n")  # something for stash to take
+    radius = predict(top, argv)
+    assert not radius.everything
+    destroyed, proc = observe(top, argv, ("HEAD", "other"))
+    assert as_dict(radius) == destroyed, (proc.returncode, proc.stderr.decode())

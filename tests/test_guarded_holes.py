@@ -227,5 +227,49 @@ def test_a_command_git_rejects_gets_no_rescue_and_no_output(
     (repo / "src" / "app.py").write_text("another edit\n")
     (repo / "list").write_text("README\n")
     for way in ways(args):
-        same_as_plain(repo, args, way, shim, tmp_path / way)
+        same_as_plain(repo, args, way, shim, tmp_path / f"via-{way}")
     assert (repo / "README").read_text() == "unknown writer's edit\n"
+
+
+# ---------------------------------------------------------------------------
+# Index flags that hide changes from `git status`
+
+
+HIDDEN = [
+    ("--assume-unchanged", ["reset", "--hard"]),
+    ("--assume-unchanged", ["checkout", "--", "."]),
+    ("--assume-unchanged", ["restore", "."]),
+    ("--assume-unchanged", ["rm", "-f", "README"]),
+    ("--assume-unchanged", ["stash"]),
+    ("--assume-unchanged", ["-c", "alias.wipe=!git reset --hard", "wipe"]),
+    ("--skip-worktree", ["checkout", "--ignore-skip-worktree-bits", "--", "."]),
+    ("--skip-worktree", ["restore", "--ignore-skip-worktree-bits", "."]),
+    ("--skip-worktree", ["checkout", "other", "--", "README"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("flag", "args"), HIDDEN, ids=lambda v: " ".join(v) if isinstance(v, list) else v
+)
+def test_a_change_an_index_flag_hides_is_rescued(
+    repo: Path, shim: Path, tmp_path: Path, flag: str, args: list[str]
+) -> None:
+    git(repo, "branch", "other")
+    git(repo, "checkout", "-q", "other")
+    (repo / "README").write_text("README in other\n")
+    git(repo, "commit", "-qam", "other")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "update-index", flag, "README")
+    start = tmp_path / "start"
+    shutil.copytree(repo, start, symlinks=True)
+    for way in ways(args):
+        work = tmp_path / f"via-{way}"
+        shutil.copytree(start, work, symlinks=True)
+        (work / "README").write_text("someone's hidden edit\n")
+        (work / "src" / "app.py").write_text("a visible edit\n")  # something to stash
+        res = run_way(way, args, work, shim)
+        assert res.returncode == 0, (way, res.stderr)
+        assert not (work / "README").exists() or (work / "README").read_text() != (
+            "someone's hidden edit\n"
+        )
+        assert b"someone's hidden edit\n" in rescued(work, "README"), (way, res.stderr)

@@ -18,6 +18,7 @@ from guards.predict.blast.rules import (
     Losses,
     add_collisions,
     branch_reset_loss,
+    hidden_overwritten,
     ix,
     moved,
     r1,
@@ -63,7 +64,8 @@ def worktree_remove(cmd: GitCommand) -> BlastRadius:
         return BlastRadius(worktree=ctx.toplevel, losses=[])
     state = read_state(ctx)
     losses = Losses()
-    dirty = bool(state.entries) or bool(state.untracked)
+    # git judges "dirty" by its status, which never shows changes an index flag hides.
+    dirty = any(not e.hidden for e in state.entries.values()) or bool(state.untracked)
     if dirty and not force:
         return losses.radius(ctx)
     for e in state.entries.values():
@@ -118,6 +120,7 @@ def _autostash_radius(ctx: Context) -> BlastRadius:
     state = read_state(ctx, hash_work=False)
     losses = Losses()
     moved(state, losses, tracked=lambda e: not e.gitlink)
+    hidden_overwritten(state, losses)
     return losses.radius(ctx, moves=bool(losses.kinds))
 
 
@@ -230,7 +233,7 @@ def _submodule(ctx: Context, args: list[str]) -> BlastRadius:
         if sub_ctx is None or sub_ctx.toplevel is None:
             continue
         state = read_state(sub_ctx, hash_work=False)
-        dirty = bool(state.entries) or bool(state.untracked)
+        dirty = any(not e.hidden for e in state.entries.values()) or bool(state.untracked)
         if dirty and not o.has("force"):
             return BlastRadius(worktree=ctx.toplevel, losses=[])  # git refuses
         for e in state.entries.values():

@@ -124,6 +124,19 @@ def tracked_entries(state: State) -> Iterable[Entry]:
     return (e for e in state.entries.values() if not e.gitlink)
 
 
+def hidden_in_the_way(state: State, target: Target) -> bool:
+    """A file an index flag hides (assume-unchanged, skip-worktree) differs from its
+    entry, and the entry would change: git's merge of trees checks that file after all
+    ("Entry 'f' not uptodate. Cannot merge.") and refuses the whole command."""
+    return any(e.hidden and target.version(e) != e.index for e in tracked_entries(state))
+
+
+def touched(e: Entry, x: Version | None, *, ignore_skip_worktree: bool = False) -> bool:
+    """Whether a path-mode command (``checkout [X] -- p``, ``restore``) writes this
+    entry's file: a skip-worktree entry only when X changes it (or when told to)."""
+    return not e.skip_worktree or ignore_skip_worktree or x != e.index
+
+
 def r1(
     ctx: Context,
     state: State,
@@ -131,11 +144,22 @@ def r1(
     losses: Losses,
     *,
     only_in_x: bool = False,
+    paths: bool = False,
+    ignore_skip_worktree: bool = False,
 ) -> None:
-    """Index and work tree become X (R1; R2 with ``only_in_x``)."""
+    """Index and work tree become X (R1; R2 with ``only_in_x``). ``paths``: the path
+    mode of checkout and restore, which writes files one by one; otherwise git merges
+    trees, which refuses when a hidden change is in the way and leaves skip-worktree
+    files alone."""
+    if not paths and hidden_in_the_way(state, target):
+        return
     for e in tracked_entries(state):
         x = target.version(e)
         if only_in_x and x is None:
+            continue
+        if e.skip_worktree and (
+            not paths or not touched(e, x, ignore_skip_worktree=ignore_skip_worktree)
+        ):
             continue
         kinds = []
         if wt(e, e.head) and wt(e, x):
@@ -165,9 +189,11 @@ def _colliding_files(state: State, shown: list[str], slots: set[str]) -> list[st
     return collisions(state.files(hits), slots) if hits else []
 
 
-def r3(state: State, losses: Losses) -> None:
+def r3(state: State, losses: Losses, *, ignore_skip_worktree: bool = False) -> None:
     """The work tree becomes the index: ``WI ∩ WT(HEAD)``."""
     for e in tracked_entries(state):
+        if e.skip_worktree and not ignore_skip_worktree:
+            continue
         if wi(e) and wt(e, e.head) and not e.unmerged:
             losses.add(e.path, LossKind.WORKTREE)
 
@@ -183,6 +209,8 @@ def r5(state: State, target: Target, losses: Losses) -> None:
     """``reset --merge``: refuses on staged-then-modified, else ``IX(HEAD) ∩ IX(X)``."""
     if any(ix(e, e.head) and wi(e) for e in tracked_entries(state) if not e.unmerged):
         return
+    if hidden_in_the_way(state, target):
+        return
     for e in tracked_entries(state):
         if e.unmerged:
             if wt(e, e.head) and wt(e, target.version(e)):
@@ -192,10 +220,13 @@ def r5(state: State, target: Target, losses: Losses) -> None:
             losses.add(e.path, LossKind.STAGED, LossKind.WORKTREE)
 
 
-def r6(state: State, target: Target, losses: Losses) -> None:
+def r6(state: State, target: Target, losses: Losses, *, ignore_skip_worktree: bool = False) -> None:
     """``restore --source=X`` (work tree only): ``WT(HEAD)&WT(X)&WI | C(O,X)``."""
     for e in tracked_entries(state):
-        if wt(e, e.head) and wt(e, target.version(e)) and wi(e):
+        x = target.version(e)
+        if not touched(e, x, ignore_skip_worktree=ignore_skip_worktree):
+            continue
+        if wt(e, e.head) and wt(e, x) and wi(e):
             losses.add(e.path, LossKind.WORKTREE)
     add_collisions(state, target, losses, untracked=True, ignored=True)
 
@@ -230,7 +261,7 @@ def merge_mode(state: State, target: Target, losses: Losses) -> None:
     if not _switch_refused(state, target):
         r7(state, target, losses)
         return
-    if any(e.index != e.head for e in tracked_entries(state)):
+    if any(e.index != e.head for e in tracked_entries(state)) or hidden_in_the_way(state, target):
         return
     for e in tracked_entries(state):
         if target.version(e) != e.head and wt(e, e.head):
@@ -239,7 +270,12 @@ def merge_mode(state: State, target: Target, losses: Losses) -> None:
 
 
 def moved(state: State, losses: Losses, *, tracked: Callable[[Entry], bool]) -> None:
+    """What ``stash`` (and autostash) takes away. Changes an index flag hides are not
+    taken: the ``reset --hard`` that follows overwrites assume-unchanged files (a loss),
+    and leaves skip-worktree ones alone."""
     for e in state.entries.values():
+        if e.hidden:
+            continue
         if tracked(e):
             kinds = []
             if wt(e, e.head) or (e.work is None and e.head is not None):
@@ -268,3 +304,13 @@ def branch_reset_loss(ctx: Context, name: str | None, new_tip: str) -> list[tupl
 
 def unreachable_from(ctx: Context, oid: str, extra: Sequence[str], exclude: Sequence[str]) -> bool:
     return bool(commits_held_only_by(ctx.run, oid, other_tips=extra, ignoring=exclude, limit=1))
+
+
+def hidden_overwritten(state: State, losses: Losses) -> None:
+    """After stashing, git resets the work tree: an assume-unchanged file that differs
+    from its entry is overwritten with it (git's status never showed it to the stash)."""
+    if not losses.kinds:
+        return  # nothing to stash: git stops ("No local changes to save")
+    for e in tracked_entries(state):
+        if e.assume_unchanged and not e.skip_worktree and e.work is not None:
+            losses.add(e.path, LossKind.WORKTREE)

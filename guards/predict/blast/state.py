@@ -15,7 +15,7 @@ import stat
 
 from guards import git
 from guards.errors import UnknownStateError
-from guards.git.objects import GITLINK, ZERO_MODE, blob_oid, empty_tree
+from guards.git.objects import GITLINK, SYMLINK, ZERO_MODE, blob_oid, empty_tree
 from guards.git.quoting import c_unquote
 from guards.predict.blast.radius import CannotTell, GitRefuses
 from guards.predict.options import GIT_WORDS, git_rejects, parse_options
@@ -225,7 +225,17 @@ def context(cmd: GitCommand, at: str | None = None) -> Context | None:
 class Entry(MutableValue):
     """A dirty tracked path: its (mode, oid) in HEAD, the index and the work tree."""
 
-    __slots__ = ("gitlink", "head", "index", "path", "unmerged", "work", "xy")
+    __slots__ = (
+        "assume_unchanged",
+        "gitlink",
+        "head",
+        "index",
+        "path",
+        "skip_worktree",
+        "unmerged",
+        "work",
+        "xy",
+    )
 
     def __init__(
         self,
@@ -244,10 +254,19 @@ class Entry(MutableValue):
         self.work = work
         self.unmerged = unmerged
         self.gitlink = gitlink
+        #: The index entry is marked ``assume-unchanged`` / ``skip-worktree``: git's
+        #: status (and much of git) does not look at its file, which differs from it.
+        self.assume_unchanged = False
+        self.skip_worktree = False
 
     @property
     def intent_to_add(self) -> bool:
         return self.xy == ".A"
+
+    @property
+    def hidden(self) -> bool:
+        """A change ``git status`` does not show (an index flag hides it)."""
+        return self.assume_unchanged or self.skip_worktree
 
 
 class State(MutableValue):
@@ -425,7 +444,55 @@ def read_state(
                 if e.work and not e.work[1] and (e.unmerged or e.index != e.head or e.path in diff)
             ],
         )
+    hidden_changes(ctx, state, limit)
     return state
+
+
+def hidden_changes(ctx: Context, state: State, limit: list[str] | None) -> None:
+    """Files whose index entry is marked assume-unchanged or skip-worktree and differs
+    from it: ``git status`` never lists them, yet ``reset --hard``, ``checkout -- p``,
+    ``rm -f`` or ``stash`` overwrite them. Found from ``ls-files -v`` (a lower-case tag:
+    assume-unchanged; ``S``: skip-worktree) and hashed; a skip-worktree path absent
+    from the work tree holds nothing to lose."""
+    if ctx.toplevel is None:
+        return
+    out = ctx.out(["ls-files", "-v", "-z", "--full-name", *(limit or [])], at_prefix=True)
+    flags: dict[str, tuple[bool, bool]] = {}
+    for rec in git.zsplit(out):
+        tag = rec[:1]
+        if tag == b"H" or not tag:
+            continue
+        assume_unchanged, skip_worktree = tag.islower(), tag in (b"S", b"s")
+        if assume_unchanged or skip_worktree:
+            path = os.fsdecode(rec[2:])
+            if os.path.lexists(os.path.join(ctx.toplevel, path)):
+                flags[path] = (assume_unchanged, skip_worktree)
+    if not flags:
+        return
+    listed = ctx.out(["--literal-pathspecs", "ls-files", "-s", "-z", "--full-name", "--", *flags])
+    entries: list[Entry] = []
+    for rec in git.zsplit(listed):
+        meta, _, raw = rec.partition(b"\t")
+        mode, oid, stage = meta.decode().split(" ")
+        path = os.fsdecode(raw)
+        if stage != "0" or path not in flags:
+            continue
+        ver = (mode, oid)
+        e = state.entries.get(path) or Entry(path, ".M", ver, ver)
+        e.assume_unchanged, e.skip_worktree = flags[path]
+        full = os.path.join(ctx.toplevel, path)
+        st = os.lstat(full)
+        if stat.S_ISLNK(st.st_mode):
+            e.work = (SYMLINK, "")
+        elif stat.S_ISDIR(st.st_mode):
+            e.work = (mode, "?")  # a directory where the index has a file
+        else:
+            e.work = ("100755" if st.st_mode & stat.S_IXUSR else "100644", "")
+        entries.append(e)
+    _hash_work(ctx, [e for e in entries if not e.work or not e.work[1]])
+    for e in entries:
+        if e.work != e.index:
+            state.entries[e.path] = e
 
 
 def files_under(toplevel: str, rel_dir: str) -> Iterable[str]:

@@ -19,6 +19,7 @@ from guards.predict.blast.rules import (
     Losses,
     branch_reset_loss,
     collisions,
+    hidden_overwritten,
     ix,
     merge_mode,
     moved,
@@ -132,7 +133,7 @@ def _checkout(ctx: Context, args: list[str]) -> BlastRadius:
             resolving = o.has("force") or o.has("ours") or o.has("theirs") or o.has("merge")
             if not resolving and any(e.unmerged for e in state.entries.values()):
                 return BlastRadius(worktree=ctx.toplevel, losses=[])  # git refuses
-            r3(state, losses)
+            r3(state, losses, ignore_skip_worktree=o.has("ignore-skip-worktree-bits"))
             if o.has("ours") or o.has("theirs") or o.has("merge") or o.has("force"):
                 for e in state.entries.values():
                     if e.unmerged and wt(e, e.head):
@@ -144,7 +145,15 @@ def _checkout(ctx: Context, args: list[str]) -> BlastRadius:
         # Path mode compares with X's tree: a commit's tree or a bare tree alike.
         target = Target(ctx, ctx.rev(name) or x_oid, head)
         state = read_state(ctx, limit, target=target)
-        r1(ctx, state, target, losses, only_in_x=not o.given("overlay") or o.has("overlay"))
+        r1(
+            ctx,
+            state,
+            target,
+            losses,
+            only_in_x=not o.given("overlay") or o.has("overlay"),
+            paths=True,
+            ignore_skip_worktree=o.has("ignore-skip-worktree-bits"),
+        )
         return losses.radius(ctx, state)
     # Branch mode: target is the start point (or the branch named).
     start = o.positionals[0] if o.positionals else None
@@ -242,14 +251,23 @@ def _restore(ctx: Context, args: list[str]) -> BlastRadius:
         for e in state.entries.values():
             if e.unmerged and wt(e, e.head):
                 losses.add(e.path, LossKind.WORKTREE)
+    ignore_sw = o.has("ignore-skip-worktree-bits")
     if staged and worktree:
-        r1(ctx, state, target, losses, only_in_x=o.has("overlay"))
+        r1(
+            ctx,
+            state,
+            target,
+            losses,
+            only_in_x=o.has("overlay"),
+            paths=True,
+            ignore_skip_worktree=ignore_sw,
+        )
     elif staged:
         r4(state, target, losses)
     elif source is None:
-        r3(state, losses)
+        r3(state, losses, ignore_skip_worktree=ignore_sw)
     else:
-        r6(state, target, losses)
+        r6(state, target, losses, ignore_skip_worktree=ignore_sw)
     return losses.radius(ctx, state)
 
 
@@ -310,6 +328,8 @@ def _stash(ctx: Context, args: list[str]) -> BlastRadius:
             return BlastRadius(worktree=ctx.toplevel, losses=[])
         limit = pathspec_args(ctx, o, pathspec)
         state = full if limit is None else read_state(ctx, limit, hash_work=False)
+        if limit is not None and any(e.skip_worktree for e in state.entries.values()):
+            raise GitRefuses("stash")  # its `git add` refuses paths outside the sparse cone
         losses = Losses()
         # stash records a submodule's commit but never touches the submodule's own work.
         if o.has("staged"):
@@ -318,6 +338,8 @@ def _stash(ctx: Context, args: list[str]) -> BlastRadius:
             moved(state, losses, tracked=lambda e: e.xy[1] != "." and not e.gitlink)
         else:
             moved(state, losses, tracked=lambda e: not e.gitlink)
+        if not pathspec and not o.given("pathspec-from-file"):
+            hidden_overwritten(state, losses)
         if o.has("include-untracked") or o.has("all"):
             # A nested repository is not stashed: git records no gitlink for it.
             for p in (u for u in state.untracked if not u.endswith("/")):
@@ -361,7 +383,11 @@ def _rm(ctx: Context, args: list[str]) -> BlastRadius:
     state = read_state(ctx, limit)
     losses = Losses()
     force = o.has("force")
-    tracked = [e for e in tracked_entries(state) if e.index is not None or e.intent_to_add]
+    tracked = [
+        e
+        for e in tracked_entries(state)
+        if (e.index is not None or e.intent_to_add) and (o.has("sparse") or not e.skip_worktree)
+    ]
     if o.has("cached"):
         # Staged content that matches neither the file nor HEAD: git refuses without -f.
         at_risk = [e for e in tracked if ix(e, e.head) and wi(e)]
