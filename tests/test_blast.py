@@ -728,3 +728,77 @@ def test_changes_an_index_flag_hides_are_predicted(
     assert not radius.everything
     destroyed, proc = observe(top, argv, ("HEAD", "other"))
     assert as_dict(radius) == destroyed, (proc.returncode, proc.stderr.decode())
+
+
+# ---------------------------------------------------------------------------
+# Ignored files in the target's way: switches, reset --keep/--merge, cherry-pick, revert
+
+
+def _in_the_way(tmp_path: Path) -> Path:
+    """``other`` changes d and adds x.log and build/t.bin (ignored names); ``pick`` adds
+    p.log; ``drop`` deletes q.log. The work tree holds ignored files at those paths."""
+    top = make_repo(
+        tmp_path / "r",
+        {".gitignore": "*.log\nbuild/\n", "a": "a\n", "c": "c\n", "d": "d\n"},
+    )
+    git(top, "checkout", "-q", "-b", "other")
+    write(top, "d", "d in other\n")
+    write(top, "x.log", "x.log in other\n")
+    write(top, "build/t.bin", "t.bin in other\n")
+    git(top, "add", "-f", "d", "x.log", "build/t.bin")
+    git(top, "commit", "-q", "-m", "other")
+    git(top, "checkout", "-q", "-b", "pick", "main")
+    write(top, "p.log", "p.log in pick\n")
+    git(top, "add", "-f", "p.log")
+    git(top, "commit", "-q", "-m", "pick")
+    git(top, "checkout", "-q", "main")
+    write(top, "q.log", "q.log committed\n")
+    git(top, "add", "-f", "q.log")
+    git(top, "commit", "-q", "-m", "add q.log")
+    git(top, "rm", "-q", "q.log")
+    git(top, "commit", "-q", "-m", "drop q.log")
+    git(top, "branch", "drop")
+    for name in ("x.log", "build/t.bin", "p.log", "q.log", "build/other.bin"):
+        write(top, name, f"someone's ignored {name}\n")
+    return top
+
+
+IN_THE_WAY_CASES = [
+    ("rm d", ["checkout", "other"]),
+    ("rm d", ["switch", "other"]),
+    ("git rm -q --cached c", ["checkout", "other"]),
+    ("rm c; mkdir c; echo in > c/new.txt", ["switch", "other"]),
+    ("rm d; mkdir d; echo in > d/new.txt", ["checkout", "other"]),
+    ("git rm -q d", ["checkout", "other"]),
+    ("", ["reset", "--keep", "other"]),
+    ("rm c", ["reset", "--keep", "other"]),
+    ("echo st > a; git add a; echo mod > a", ["reset", "--keep", "other"]),
+    ("echo st > d; git add d", ["reset", "--keep", "other"]),
+    ("echo unt > new.txt", ["reset", "--keep", "other"]),
+    ("", ["reset", "--merge", "other"]),
+    ("echo dirty > a", ["reset", "--merge", "other"]),
+    ("echo dirty > a; git add a", ["reset", "--merge", "other"]),
+    ("echo dirty > d", ["reset", "--merge", "other"]),
+    ("git rm -q --cached c", ["reset", "--merge", "other"]),
+    ("echo new > n.txt; git add n.txt", ["reset", "--merge", "other"]),
+    ("", ["cherry-pick", "pick"]),
+    ("", ["cherry-pick", "--no-commit", "pick", "other"]),
+    ("echo u > p.log.txt; rm p.log; echo u > p.log; git add -f p.log.txt", ["cherry-pick", "pick"]),
+    ("", ["revert", "--no-edit", "HEAD"]),
+    ("", ["merge", "--no-edit", "pick"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("setup", "argv"), IN_THE_WAY_CASES, ids=[f"{s} | {' '.join(a)}" for s, a in IN_THE_WAY_CASES]
+)
+def test_ignored_files_in_the_targets_way_are_predicted(
+    tmp_path: Path, setup: str, argv: list[str]
+) -> None:
+    top = _in_the_way(tmp_path)
+    if setup:
+        subprocess.run(["sh", "-c", setup], cwd=top, check=True)
+    radius = predict(top, argv)
+    assert not radius.everything
+    destroyed, proc = observe(top, argv, ("HEAD", "other", "pick", "drop", "HEAD~1"))
+    assert as_dict(radius) == destroyed, (proc.returncode, proc.stderr.decode())

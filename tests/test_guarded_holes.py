@@ -273,3 +273,71 @@ def test_a_change_an_index_flag_hides_is_rescued(
             "someone's hidden edit\n"
         )
         assert b"someone's hidden edit\n" in rescued(work, "README"), (way, res.stderr)
+
+
+# ---------------------------------------------------------------------------
+# Ignored files in the way of a switch (with a tracked file deleted), reset --keep,
+# reset --merge, cherry-pick and revert
+
+
+def _ignored_in_the_way(repo: Path) -> None:
+    (repo / ".gitignore").write_text("*.log\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-qm", "ignore logs")
+    git(repo, "checkout", "-q", "-b", "other")
+    (repo / "build.log").write_text("build.log as committed in other\n")
+    (repo / "README").write_text("README in other\n")
+    git(repo, "add", "-f", "build.log", "README")
+    git(repo, "commit", "-qm", "other tracks build.log")
+    git(repo, "checkout", "-q", "main")
+    (repo / "build.log").write_text("someone's ignored build log\n")
+    (repo / "README").unlink()  # a tracked file other changes, deleted from the work tree
+
+
+IN_THE_WAY = [
+    ["checkout", "other"],
+    ["switch", "other"],
+    ["reset", "--keep", "other"],
+    ["reset", "--merge", "other"],
+    ["cherry-pick", "other"],
+    ["merge", "--no-edit", "other"],
+]
+
+
+def fresh_repo(where: Path) -> Path:
+    """The ``repo`` fixture's repository, built anew (a copy's index has stale stat
+    data, which makes reset --keep and --merge refuse)."""
+    return make_repo(where, {"README": "hello\n", "src/app.py": "print('hi')\n"})
+
+
+@pytest.mark.parametrize("args", IN_THE_WAY, ids=lambda a: " ".join(a))
+def test_an_ignored_file_in_the_targets_way_is_rescued(
+    shim: Path, tmp_path: Path, args: list[str]
+) -> None:
+    for way in ways(args):
+        work = fresh_repo(tmp_path / f"via-{way}")
+        _ignored_in_the_way(work)
+        if args[0] in ("cherry-pick", "merge"):
+            git(work, "checkout", "-q", "--", "README")  # these refuse a missing file
+        res = run_way(way, args, work, shim)
+        assert res.returncode == 0, (way, res.stderr)
+        assert (work / "build.log").read_text() == "build.log as committed in other\n"
+        assert b"someone's ignored build log\n" in rescued(work, "build.log"), way
+
+
+def test_reverting_a_deletion_rescues_the_ignored_file_it_overwrites(
+    shim: Path, tmp_path: Path
+) -> None:
+    for way in ways(["revert"]):
+        work = fresh_repo(tmp_path / f"via-{way}")
+        (work / ".gitignore").write_text("*.log\n")
+        (work / "kept.log").write_text("kept.log as committed\n")
+        git(work, "add", "-f", ".gitignore", "kept.log")
+        git(work, "commit", "-qm", "track kept.log")
+        git(work, "rm", "-q", "kept.log")
+        git(work, "commit", "-qm", "drop kept.log")
+        (work / "kept.log").write_text("someone's ignored kept.log\n")
+        res = run_way(way, ["revert", "--no-edit", "HEAD"], work, shim)
+        assert res.returncode == 0, (way, res.stderr)
+        assert (work / "kept.log").read_text() == "kept.log as committed\n"
+        assert b"someone's ignored kept.log\n" in rescued(work, "kept.log"), way

@@ -653,6 +653,8 @@ def could_destroy(cmd: GitCommand) -> bool:
         if sub == "merge" and not (o.has("continue") or o.has("quit")):
             return True  # a fast-forward overwrites ignored files in its way
         return autostash(cmd, o)
+    if sub in ("cherry-pick", "revert") and o.positionals:
+        return not any(o.has(x) for x in ("continue", "quit"))  # ignored files in the way
     if sub in ("cherry-pick", "revert", "am"):
         return any(o.has(x) for x in _SEQ_DESTRUCTIVE)
     if sub == "submodule":

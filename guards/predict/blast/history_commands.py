@@ -15,12 +15,15 @@ from guards.git import operations
 from guards.git.objects import GITLINK
 from guards.predict.blast.radius import BlastRadius, LossKind, everything
 from guards.predict.blast.rules import (
+    TWO_WAY,
     Losses,
     add_collisions,
     branch_reset_loss,
+    collisions,
     hidden_overwritten,
     ix,
     moved,
+    occupied_elsewhere,
     r1,
     r5,
     unreachable_from,
@@ -36,6 +39,7 @@ if TYPE_CHECKING:
 
     from guards.predict.blast.state import Context
     from guards.predict.cmdline import GitCommand
+    from guards.predict.options import Options
 
 
 def worktree_remove(cmd: GitCommand) -> BlastRadius:
@@ -188,6 +192,8 @@ def _rebase_like(ctx: Context, args: list[str]) -> BlastRadius:
         return losses.radius(ctx, state)
     if sub in ("rebase", "pull", "merge") and autostash(ctx.cmd, o):
         return _autostash_radius(ctx)
+    if sub in ("cherry-pick", "revert") and o.positionals and not _sequencer_control(o):
+        return _pick(ctx, o.positionals, revert=sub == "revert", commits=not o.has("no-commit"))
     if sub == "merge" and not (o.has("continue") or o.has("quit")):
         losses = Losses()
         heads = o.positionals or ["@{upstream}"]
@@ -202,6 +208,45 @@ def _rebase_like(ctx: Context, args: list[str]) -> BlastRadius:
                 add_collisions(state, target, losses, untracked=False, ignored=True)
         return losses.radius(ctx)
     return BlastRadius(worktree=ctx.toplevel, losses=[])
+
+
+def _sequencer_control(o: Options) -> bool:
+    return any(o.has(x) for x in ("continue", "quit", "abort", "skip"))
+
+
+def _pick(ctx: Context, revisions: list[str], *, revert: bool, commits: bool) -> BlastRadius:
+    """``cherry-pick C`` writes the files C adds, ``revert C`` those C deleted: an
+    ignored file where such a file lands is overwritten without a word. git refuses
+    when an untracked file is in the way, when a file the commit changes has local
+    changes, and (unless ``--no-commit``) when anything is staged."""
+    res = ctx.run(["rev-list", "--no-walk=unsorted", *revisions, "--"], at_prefix=True, check=False)
+    if res.returncode != 0:
+        return BlastRadius(worktree=ctx.toplevel, losses=[])  # git: bad revision
+    head = ctx.head()
+    state = read_state(ctx, hash_work=False)
+    if commits and any(e.index != e.head for e in state.entries.values()):
+        return BlastRadius(worktree=ctx.toplevel, losses=[])  # "commit your changes"
+    losses = Losses()
+    for n, commit in enumerate(res.stdout.decode().split()):
+        parent = ctx.rev(f"{commit}^")
+        before, after = (commit, parent) if revert else (parent, commit)
+        if after is None:
+            continue
+        target = Target(ctx, after, head)
+        brings = Target(ctx, after, before) if before else None
+        target.diff = {
+            p: change
+            for p, change in target.diff.items()
+            if brings is None or (p in brings.diff and brings.diff[p][0] is None)
+        }
+        slots = occupied_elsewhere(state, target, TWO_WAY)
+        local = brings is not None and any(
+            p in brings.diff and e.work != e.index for p, e in state.entries.items()
+        )
+        if n == 0 and (local or collisions(state.untracked, slots)):
+            return BlastRadius(worktree=ctx.toplevel, losses=[])  # git refuses
+        add_collisions(state, target, losses, untracked=False, ignored=True, how=TWO_WAY)
+    return losses.radius(ctx)
 
 
 def _submodule(ctx: Context, args: list[str]) -> BlastRadius:

@@ -33,8 +33,15 @@ def wi(e: Entry) -> bool:
     return e.work != e.index
 
 
-def occupied_elsewhere(state: State, target: Target) -> set[str]:
-    """X's paths whose work tree slot holds no tracked file: collisions happen there.
+#: How git writes the target: R1 commands write every path of X (``reset --hard``); a
+#: branch switch and ``reset --keep`` merge HEAD, index and X (two-way) and write only
+#: what X changes; ``reset --merge`` merges index and X (one-way).
+WRITES_ALL, TWO_WAY, ONE_WAY = "all", "two-way", "one-way"
+
+
+def occupied_elsewhere(state: State, target: Target, how: str = WRITES_ALL) -> set[str]:
+    """X's paths where git writes a file although no tracked file is there (the index
+    has no entry, or its file is gone): collisions happen there.
 
     A gitlink is never such a slot: git leaves a submodule's directory alone."""
     slots: set[str] = set()
@@ -45,12 +52,14 @@ def occupied_elsewhere(state: State, target: Target) -> set[str]:
         if e is None:
             if old is None:
                 slots.add(path)
-        elif e.index is None or e.work is None:
+        elif e.index is None or (e.work is None and how != ONE_WAY):
             slots.add(path)
+    if how == TWO_WAY:
+        return slots  # a path X does not change is not written
     for e in state.entries.values():
         if e.path in target.diff or e.head is None or e.gitlink:
             continue
-        if e.index is None or e.work is None:
+        if e.index is None or (e.work is None and how == WRITES_ALL):
             slots.add(e.path)
     return slots
 
@@ -171,9 +180,15 @@ def r1(
 
 
 def add_collisions(
-    state: State, target: Target, losses: Losses, *, untracked: bool, ignored: bool
+    state: State,
+    target: Target,
+    losses: Losses,
+    *,
+    untracked: bool,
+    ignored: bool,
+    how: str = WRITES_ALL,
 ) -> None:
-    slots = occupied_elsewhere(state, target)
+    slots = occupied_elsewhere(state, target, how)
     if untracked:
         for p in _colliding_files(state, state.untracked, slots):
             losses.add(p, LossKind.UNTRACKED)
@@ -206,18 +221,46 @@ def r4(state: State, target: Target, losses: Losses) -> None:
 
 
 def r5(state: State, target: Target, losses: Losses) -> None:
-    """``reset --merge``: refuses on staged-then-modified, else ``IX(HEAD) ∩ IX(X)``."""
-    if any(ix(e, e.head) and wi(e) for e in tracked_entries(state) if not e.unmerged):
-        return
-    if hidden_in_the_way(state, target):
+    """``reset --merge X`` (git's one-way merge of the index with X): refuses when a path
+    whose entry changes has a file that differs from it, or when untracked files are
+    in X's way; else a staged version that matches neither HEAD nor X goes, with its
+    file (git removes or rewrites it), and ignored files in X's way are overwritten."""
+    if _one_way_refused(state, target):
         return
     for e in tracked_entries(state):
+        x = target.version(e)
         if e.unmerged:
-            if wt(e, e.head) and wt(e, target.version(e)):
+            if wt(e, e.head) and wt(e, x):
                 losses.add(e.path, LossKind.WORKTREE)
             continue
-        if ix(e, e.head) and ix(e, target.version(e)):
-            losses.add(e.path, LossKind.STAGED, LossKind.WORKTREE)
+        if e.index == x or not ix(e, e.head):
+            continue
+        losses.add(e.path, LossKind.STAGED)
+        if e.work is not None:
+            losses.add(e.path, LossKind.WORKTREE)
+    add_collisions(state, target, losses, untracked=False, ignored=True, how=ONE_WAY)
+
+
+def _one_way_refused(state: State, target: Target) -> bool:
+    for e in tracked_entries(state):
+        changes = e.index is not None and e.index != target.version(e)
+        if changes and not e.unmerged and e.work is not None and e.work != e.index:
+            return True  # "Entry 'f' not uptodate. Cannot merge."
+    slots = occupied_elsewhere(state, target, ONE_WAY)
+    return bool(collisions(state.untracked, slots))
+
+
+def keep(state: State, target: Target, losses: Losses) -> None:
+    """``reset --keep X``: the refusals and ignored collisions of a branch switch (git
+    merges HEAD, index and X), and the index becomes X (R4)."""
+    if _switch_refused(state, target):
+        return
+    slots = occupied_elsewhere(state, target, TWO_WAY)
+    if collisions(state.untracked, slots):
+        return
+    r4(state, target, losses)
+    for p in _colliding_files(state, state.ignored, slots):
+        losses.add(p, LossKind.IGNORED)
 
 
 def r6(state: State, target: Target, losses: Losses, *, ignore_skip_worktree: bool = False) -> None:
@@ -232,12 +275,15 @@ def r6(state: State, target: Target, losses: Losses, *, ignore_skip_worktree: bo
 
 
 def _switch_refused(state: State, target: Target) -> bool:
-    """git's two-way merge refuses: local changes on paths the switch changes."""
+    """git's two-way merge refuses: local changes on paths the switch changes (a file
+    deleted from the work tree is no change git minds: it writes X's version)."""
     for e in tracked_entries(state):
         x = target.version(e)
         if x == e.head:
             continue
-        if e.unmerged or e.work != e.index or (e.index != e.head and e.index != x):
+        if e.unmerged or (e.work is not None and e.work != e.index):
+            return True
+        if e.index != e.head and e.index != x:
             return True
     return False
 
@@ -246,7 +292,7 @@ def r7(state: State, target: Target, losses: Losses, *, overwrite_ignore: bool =
     """A branch switch without force: refuses on conflicts, else ignored collisions."""
     if _switch_refused(state, target):
         return
-    slots = occupied_elsewhere(state, target)
+    slots = occupied_elsewhere(state, target, TWO_WAY)
     if collisions(state.untracked, slots):
         return  # git refuses: untracked files would be overwritten
     if overwrite_ignore:
@@ -266,7 +312,7 @@ def merge_mode(state: State, target: Target, losses: Losses) -> None:
     for e in tracked_entries(state):
         if target.version(e) != e.head and wt(e, e.head):
             losses.add(e.path, LossKind.WORKTREE)
-    add_collisions(state, target, losses, untracked=False, ignored=True)
+    add_collisions(state, target, losses, untracked=False, ignored=True, how=TWO_WAY)
 
 
 def moved(state: State, losses: Losses, *, tracked: Callable[[Entry], bool]) -> None:

@@ -21,6 +21,7 @@ from guards.predict.blast.rules import (
     collisions,
     hidden_overwritten,
     ix,
+    keep,
     merge_mode,
     moved,
     occupied_elsewhere,
@@ -94,7 +95,7 @@ def _reset(ctx: Context, args: list[str]) -> BlastRadius:
         elif o.has("merge"):
             r5(state, target, losses)
         else:
-            r4(state, target, losses)
+            keep(state, target, losses)
         return losses.radius(ctx, state)
     limit = pathspec_args(ctx, o, pathspec)
     state = read_state(ctx, limit, hash_work=False)  # R4 compares with the index only
