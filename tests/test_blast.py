@@ -802,3 +802,52 @@ def test_ignored_files_in_the_targets_way_are_predicted(
     assert not radius.everything
     destroyed, proc = observe(top, argv, ("HEAD", "other", "pick", "drop", "HEAD~1"))
     assert as_dict(radius) == destroyed, (proc.returncode, proc.stderr.decode())
+
+
+# ---------------------------------------------------------------------------
+# A directory where a tracked file was, a file where a tracked directory was
+
+
+SWAPS = {
+    "dir where a file was": "rm f; mkdir f; echo new > f/new.txt; echo ign > f/x.log",
+    "file where a dir was": "rm -r dir; echo 'file now' > dir",
+    "dir where a removed file was": "git rm -q f; mkdir f; echo new > f/new.txt",
+}
+SWAP_COMMANDS = [
+    ["checkout", "--", "."],
+    ["checkout", "--", "f"],
+    ["restore", "."],
+    ["restore", "dir"],
+    ["checkout", "HEAD", "--", "."],
+    ["restore", "-SW", "."],
+    ["reset", "--hard"],
+]
+
+
+def _swap_repo(tmp_path: Path, setup: str) -> Path:
+    top = make_repo(
+        tmp_path / "r", {".gitignore": "*.log\n", "f": "f\n", "dir/a": "a\n", "dir/b": "b\n"}
+    )
+    subprocess.run(["sh", "-c", setup], cwd=top, check=True)
+    return top
+
+
+@pytest.mark.parametrize("swap", SWAPS)
+@pytest.mark.parametrize("argv", SWAP_COMMANDS, ids=lambda a: " ".join(a))
+def test_file_directory_swaps_are_predicted(tmp_path: Path, swap: str, argv: list[str]) -> None:
+    top = _swap_repo(tmp_path, SWAPS[swap])
+    assert_exact(top, argv)
+
+
+@pytest.mark.parametrize("swap", SWAPS)
+@pytest.mark.parametrize("argv", [["stash"], ["stash", "-u"], ["stash", "-a"]], ids=" ".join)
+def test_stash_deletes_what_stands_where_a_tracked_file_comes_back(
+    tmp_path: Path, swap: str, argv: list[str]
+) -> None:
+    top = _swap_repo(tmp_path, SWAPS[swap])
+    radius = predict(top, argv)
+    destroyed, proc = observe(top, argv)
+    assert proc.returncode == 0, proc.stderr
+    # What git deleted (or took into the stash) is all in the radius.
+    assert set(destroyed) <= set(radius.paths)
+    assert destroyed

@@ -341,3 +341,29 @@ def test_reverting_a_deletion_rescues_the_ignored_file_it_overwrites(
         assert res.returncode == 0, (way, res.stderr)
         assert (work / "kept.log").read_text() == "kept.log as committed\n"
         assert b"someone's ignored kept.log\n" in rescued(work, "kept.log"), way
+
+
+# ---------------------------------------------------------------------------
+# A directory where a tracked file was (and the reverse): deleted when the file returns
+
+
+SWAPPED = [["checkout", "--", "."], ["restore", "."], ["stash"]]
+
+
+@pytest.mark.parametrize("args", SWAPPED, ids=lambda a: " ".join(a))
+def test_work_standing_where_a_tracked_file_returns_is_rescued(
+    shim: Path, tmp_path: Path, args: list[str]
+) -> None:
+    for way in ways(args):
+        work = fresh_repo(tmp_path / f"via-{way}")
+        (work / "README").unlink()
+        (work / "README").mkdir()
+        (work / "README" / "notes.txt").write_text("someone's notes\n")
+        (work / "src" / "app.py").unlink()  # src/app.py comes back over a file named so
+        (work / "src").rmdir()
+        (work / "src").write_text("someone's file where src/ was\n")
+        res = run_way(way, args, work, shim)
+        assert res.returncode == 0, (way, res.stderr)
+        assert (work / "README").read_text() == "hello\n"
+        assert b"someone's notes\n" in rescued(work, "README/notes.txt"), way
+        assert b"someone's file where src/ was\n" in rescued(work, "src"), way

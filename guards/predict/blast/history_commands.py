@@ -26,6 +26,7 @@ from guards.predict.blast.rules import (
     occupied_elsewhere,
     r1,
     r5,
+    stash_resets,
     unreachable_from,
     wt,
 )
@@ -124,6 +125,7 @@ def _autostash_radius(ctx: Context) -> BlastRadius:
     state = read_state(ctx, hash_work=False)
     losses = Losses()
     moved(state, losses, tracked=lambda e: not e.gitlink)
+    stash_resets(state, losses, untracked=True, ignored=True)
     hidden_overwritten(state, losses)
     return losses.radius(ctx, moves=bool(losses.kinds))
 

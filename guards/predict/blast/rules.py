@@ -205,12 +205,21 @@ def _colliding_files(state: State, shown: list[str], slots: set[str]) -> list[st
 
 
 def r3(state: State, losses: Losses, *, ignore_skip_worktree: bool = False) -> None:
-    """The work tree becomes the index: ``WI ∩ WT(HEAD)``."""
+    """The work tree becomes the index: ``WI ∩ WT(HEAD)``, and what stands where a file
+    deleted from the work tree comes back (a directory of new files where the file
+    was, a file where a directory of tracked files was)."""
+    slots: set[str] = set()
     for e in tracked_entries(state):
         if e.skip_worktree and not ignore_skip_worktree:
             continue
         if wi(e) and wt(e, e.head) and not e.unmerged:
             losses.add(e.path, LossKind.WORKTREE)
+        if e.index is not None and e.work is None:
+            slots.add(e.path)
+    for p in _colliding_files(state, state.untracked, slots):
+        losses.add(p, LossKind.UNTRACKED)
+    for p in _colliding_files(state, state.ignored, slots):
+        losses.add(p, LossKind.IGNORED)
 
 
 def r4(state: State, target: Target, losses: Losses) -> None:
@@ -350,6 +359,25 @@ def branch_reset_loss(ctx: Context, name: str | None, new_tip: str) -> list[tupl
 
 def unreachable_from(ctx: Context, oid: str, extra: Sequence[str], exclude: Sequence[str]) -> bool:
     return bool(commits_held_only_by(ctx.run, oid, other_tips=extra, ignoring=exclude, limit=1))
+
+
+def stash_resets(state: State, losses: Losses, *, untracked: bool, ignored: bool) -> None:
+    """After stashing, git resets the work tree to HEAD: untracked (``untracked``) and
+    ignored (``ignored``) files the stash did not take are deleted where a tracked file
+    comes back (a directory of new files where a deleted file was, and the reverse)."""
+    if not losses.kinds:
+        return  # nothing to stash: git stops ("No local changes to save")
+    slots = {
+        e.path
+        for e in tracked_entries(state)
+        if e.head is not None and (e.index is None or e.work is None) and not e.hidden
+    }
+    if untracked:
+        for p in _colliding_files(state, state.untracked, slots):
+            losses.add(p, LossKind.UNTRACKED)
+    if ignored:
+        for p in _colliding_files(state, state.ignored, slots):
+            losses.add(p, LossKind.IGNORED)
 
 
 def hidden_overwritten(state: State, losses: Losses) -> None:

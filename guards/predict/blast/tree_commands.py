@@ -32,6 +32,7 @@ from guards.predict.blast.rules import (
     r5,
     r6,
     r7,
+    stash_resets,
     tracked_entries,
     wi,
     wt,
@@ -340,6 +341,12 @@ def _stash(ctx: Context, args: list[str]) -> BlastRadius:
         else:
             moved(state, losses, tracked=lambda e: not e.gitlink)
         if not pathspec and not o.given("pathspec-from-file"):
+            stash_resets(
+                state,
+                losses,
+                untracked=not (o.has("include-untracked") or o.has("all")),
+                ignored=not o.has("all"),
+            )
             hidden_overwritten(state, losses)
         if o.has("include-untracked") or o.has("all"):
             # A nested repository is not stashed: git records no gitlink for it.
