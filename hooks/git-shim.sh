@@ -41,6 +41,7 @@ guards_next=
 guards_globals=
 guards_skip=
 guards_flag=
+guards_unknown=
 for guards_arg do
   if [ -n "$guards_sub" ]; then
     case $guards_sub in branch|submodule|stash|worktree) ;; *) break ;; esac
@@ -52,14 +53,25 @@ for guards_arg do
   fi
   if [ -n "$guards_skip" ]; then guards_skip=; continue; fi
   case $guards_arg in
-    -C|-c|--git-dir|--work-tree|--namespace|--super-prefix|--list-cmds|--config-env)
+    -C|-c|--git-dir|--work-tree|--namespace|--super-prefix|--config-env|--shallow-file)
       guards_skip=1; guards_globals=1 ;;
-    --exec-path|--exec-path=*|--html-path|--man-path|--info-path|--version|-v|--help|-h) break ;;
-    -*) guards_globals=1 ;;
+    --exec-path=*|--git-dir=*|--work-tree=*|--namespace=*|--super-prefix=*|--config-env=*|\
+    -p|--paginate|-P|--no-pager|--no-replace-objects|--bare|--literal-pathspecs|\
+    --no-literal-pathspecs|--glob-pathspecs|--noglob-pathspecs|--icase-pathspecs|\
+    --no-optional-locks)
+      guards_globals=1 ;;
+    --exec-path*|--html-path|--man-path|--info-path|--list-cmds=*|--version|-v|--help|-h) break ;;
+    -*)
+      # An option git 2.39 does not have: a newer git's (it may take the next word as
+      # its value) or one git rejects. Only guards can tell which.
+      guards_globals=1; guards_unknown=1 ;;
     *) guards_sub=$guards_arg ;;
   esac
 done
 
+# After an option the shim does not know, the next word may be its value, not the
+# subcommand: guards reads the whole line.
+[ -n "$guards_unknown" ] && guards_sub=guards-unknown-option
 case $guards_sub in
   "")
     exec "$guards_git" "$@" ;;

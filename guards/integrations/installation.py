@@ -167,7 +167,13 @@ def _unset_alias(scope: str, name: str, cwd: Path | None, manifest: Path) -> Cal
 
 
 def shim_text(directory: Path) -> str:
-    template = resources.files("guards_hooks").joinpath("git-shim.sh").read_text()
+    # From a source checkout, the template beside the guards package that will run it
+    # (an editable install elsewhere maps guards_hooks to *its* checkout).
+    beside = Path(__file__).resolve().parents[2] / "hooks" / "git-shim.sh"
+    if beside.is_file():
+        template = beside.read_text()
+    else:
+        template = resources.files("guards_hooks").joinpath("git-shim.sh").read_text()
     return template.replace("@GUARDS_PYTHON@", shlex.quote(sys.executable)).replace(
         "@GUARDS_SHIM_DIR@", shlex.quote(str(directory))
     )

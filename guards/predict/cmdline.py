@@ -14,7 +14,7 @@ import os
 
 from guards import git
 from guards.errors import UnknownStateError, UsageError
-from guards.predict.options import parse_options
+from guards.predict.options import git_rejects, parse_options
 from guards.values import Value
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
@@ -95,6 +95,7 @@ class GitCommand(Value):
         "cwd",
         "env",
         "global_options",
+        "opaque",
         "origin_cwd",
         "shell_alias",
         "subcommand",
@@ -112,6 +113,7 @@ class GitCommand(Value):
         origin_cwd: str = "",
         env: dict[str, str] | None = None,
         aliases: list[str] | None = None,
+        opaque: str | None = None,
     ) -> None:
         #: The original arguments after ``git``.
         self.argv = argv
@@ -133,6 +135,9 @@ class GitCommand(Value):
         self.env = {} if env is None else env
         #: The aliases expanded on the way to ``subcommand``, outermost first.
         self.aliases = [] if aliases is None else aliases
+        #: Why the command's effect cannot be computed (a ``!`` alias, a global option
+        #: guards does not know): everything it could reach is at risk. None: readable.
+        self.opaque = opaque
 
     def _names(self) -> tuple[str, ...]:
         # The environment is neither compared nor shown: it is the caller's whole one.
@@ -181,9 +186,18 @@ def parse_bool(value: str) -> bool | None:
 
 
 # ---------------------------------------------------------------------------
-# Global options (git.c handle_options)
+# Global options (git.c handle_options, git 2.39)
 
-_GLOBAL_WITH_VALUE = {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix"}
+_GLOBAL_WITH_VALUE = {
+    "-C",
+    "-c",
+    "--git-dir",
+    "--work-tree",
+    "--namespace",
+    "--super-prefix",
+    "--config-env",
+    "--shallow-file",
+}
 _GLOBAL_EQ_VALUE = (
     "--git-dir=",
     "--work-tree=",
@@ -191,7 +205,6 @@ _GLOBAL_EQ_VALUE = (
     "--super-prefix=",
     "--config-env=",
     "--exec-path=",
-    "--attr-source=",
 )
 _GLOBAL_FLAGS = {
     "-p",
@@ -201,45 +214,132 @@ _GLOBAL_FLAGS = {
     "--no-replace-objects",
     "--bare",
     "--literal-pathspecs",
+    "--no-literal-pathspecs",
     "--glob-pathspecs",
     "--noglob-pathspecs",
     "--icase-pathspecs",
     "--no-optional-locks",
-    "--no-lazy-fetch",
-    "--no-advice",
 }
-#: Options after which git prints something and exits without a subcommand.
-_GLOBAL_EXITS = {"--exec-path", "--html-path", "--man-path", "--info-path"}
+#: Options after which git prints something and exits without a subcommand (git reads
+#: ``--exec-path`` as a prefix: anything after it but ``=`` still prints the path).
+_GLOBAL_EXITS = ("--html-path", "--man-path", "--info-path")
 _GLOBAL_COMMANDS = {"-v": "version", "--version": "version", "-h": "help", "--help": "help"}
 
 
-def _split_globals(argv: Sequence[str], cwd: str) -> tuple[list[str], str, int, str | None, bool]:
-    """(global options, effective cwd, index of the subcommand, implied command, exits)."""
-    opts: list[str] = []
+class _Globals:
+    """What :func:`_split_globals` read: options, directory, where the subcommand is."""
+
+    __slots__ = ("cwd", "exits", "implied", "index", "options", "unknown")
+
+    def __init__(self, cwd: str) -> None:
+        self.options: list[str] = []
+        self.cwd = cwd
+        #: Index of the subcommand's name in argv.
+        self.index = 0
+        #: ``version`` or ``help`` from ``--version``, ``-h`` & co.
+        self.implied: str | None = None
+        #: git prints something and exits (``--exec-path``, ``--list-cmds=``).
+        self.exits = False
+        #: Global options guards does not know, in order (see :func:`parse`).
+        self.unknown: list[str] = []
+
+
+def _split_globals(argv: Sequence[str], cwd: str) -> _Globals:
+    """Read git's global options; raises UsageError when git would refuse them."""
+    out = _Globals(cwd)
     i = 0
     while i < len(argv):
         a = argv[i]
         if not a.startswith("-"):
             break
         if a in _GLOBAL_COMMANDS:
-            return opts, cwd, i + 1, _GLOBAL_COMMANDS[a], False
-        if a in _GLOBAL_EXITS or a.startswith("--list-cmds="):
-            return opts, cwd, i + 1, None, True
+            out.implied, out.index = _GLOBAL_COMMANDS[a], i + 1
+            return out
+        if (a.startswith("--exec-path") and not a.startswith("--exec-path=")) or (
+            a in _GLOBAL_EXITS or a.startswith("--list-cmds=")
+        ):
+            out.exits, out.index = True, i + 1
+            return out
         if a in _GLOBAL_WITH_VALUE:
             if i + 1 >= len(argv):
                 raise UsageError(f"git: option {a} needs a value")
             value = argv[i + 1]
-            opts += [a, value]
+            out.options += [a, value]
             if a == "-C" and value:
-                cwd = os.path.normpath(os.path.join(cwd, value))
+                out.cwd = os.path.normpath(os.path.join(out.cwd, value))
             i += 2
             continue
         if a.startswith(_GLOBAL_EQ_VALUE) or a in _GLOBAL_FLAGS:
-            opts.append(a)
+            out.options.append(a)
             i += 1
             continue
-        raise UsageError(f"git: unknown option: {a}")
-    return opts, cwd, i, None, False
+        # Not an option of git 2.39's: a newer git's, or a typo git rejects. Read on as
+        # if it were a flag (kept out of ``options``: guards' queries never repeat it);
+        # :func:`parse` asks git which it is.
+        out.unknown.append(a)
+        i += 1
+    out.index = i
+    return out
+
+
+#: The only global options an alias may carry: git dies on any other ("alias 'x' changes
+#: environment variables").
+_ALIAS_OPTIONS = ("-c", "--config-env", "-p", "--paginate")
+_ALIAS_EQ_OPTIONS = ("--config-env=", "--exec-path=")
+
+
+def _changes_environment(options: Sequence[str]) -> bool:
+    i = 0
+    while i < len(options):
+        o = options[i]
+        if o not in _ALIAS_OPTIONS and not o.startswith(_ALIAS_EQ_OPTIONS):
+            return True
+        i += 2 if o in _GLOBAL_WITH_VALUE else 1
+    return False
+
+
+def _git_rejects_globals(options: Sequence[str], env: Mapping[str, str], cwd: str) -> bool:
+    """Whether git refuses these global options before running any command (asked with
+    the harmless ``version``: an option that takes a value eats it, and git then runs no
+    command at all, exiting 1)."""
+    res = git.run(
+        [*query_options(options), "version"],
+        cwd=cwd,
+        env=env,
+        extra_env={"LC_ALL": "C", "LANGUAGE": "C"},
+        check=False,
+        readonly=False,
+    )
+    return res.returncode in (128, 129)
+
+
+def _repository_env(options: Sequence[str], env: dict[str, str], start: str, cwd: str) -> None:
+    """``--git-dir``, ``--work-tree`` and ``--bare`` as git itself applies them: into the
+    environment, so that every later step, the rescue included, opens the repository
+    git will act on. Values become absolute (guards' own git calls run elsewhere): git
+    reads a relative one from ``cwd``, the directory after every ``-C``; ``--bare``
+    takes the directory it was given in (``start`` and the ``-C`` before it)."""
+    i = 0
+    here = start
+    while i < len(options):
+        o = options[i]
+        value: str | None = None
+        name = ""
+        if o in ("--git-dir", "--work-tree"):
+            name, value = o, options[i + 1]
+        elif o.startswith(("--git-dir=", "--work-tree=")):
+            name, _, value = o.partition("=")
+        if o in _GLOBAL_WITH_VALUE:
+            if o == "-C" and options[i + 1]:
+                here = os.path.normpath(os.path.join(here, options[i + 1]))
+            i += 1
+        i += 1
+        if o == "--bare":
+            env.setdefault("GIT_DIR", here)
+            env["GIT_IMPLICIT_WORK_TREE"] = "0"
+        elif value is not None:
+            var = "GIT_DIR" if name == "--git-dir" else "GIT_WORK_TREE"
+            env[var] = os.path.normpath(os.path.join(cwd, value)) if value else value
 
 
 # ---------------------------------------------------------------------------
@@ -326,23 +426,34 @@ def parse(argv: Sequence[str], env: Mapping[str, str], cwd: str) -> GitCommand:
     Raises :class:`UsageError` only for what git itself rejects before running.
     """
     argv = list(argv)
-    global_options, eff_cwd, i, implied, _exits = _split_globals(argv, cwd)
+    found = _split_globals(argv, cwd)
+    global_options, eff_cwd, i, implied = found.options, found.cwd, found.index, found.implied
     env = dict(env)
     for name in ("GIT_DIR", "GIT_WORK_TREE"):
         # Relative to where git starts (after -C): guards' own queries run elsewhere.
         value = env.get(name)
         if value and not os.path.isabs(value):
             env[name] = os.path.normpath(os.path.join(eff_cwd, value))
+    _repository_env(global_options, env, cwd, eff_cwd)
+    opaque = None
+    if found.unknown:
+        if _git_rejects_globals([*global_options, *found.unknown], env, cwd):
+            raise UsageError(f"git: unknown option: {found.unknown[0]}")
+        # A newer git's option: what it does (and whether it takes the next word as its
+        # value) is unknown, so everything the command could reach is at risk.
+        opaque = f"global option {found.unknown[0]} unknown to guards"
+        implied = None
     base = GitCommand(
         argv=argv,
         global_options=global_options,
         cwd=eff_cwd,
         subcommand=implied,
-        args=argv[i:] if implied else [],
+        args=argv[i:] if implied or opaque else [],
         origin_cwd=cwd,
         env=env,
+        opaque=opaque,
     )
-    if implied or i >= len(argv):
+    if implied or opaque or i >= len(argv) or found.exits:
         return base
     name = argv[i]
     rest = argv[i + 1 :]
@@ -365,13 +476,16 @@ def parse(argv: Sequence[str], env: Mapping[str, str], cwd: str) -> GitCommand:
                 origin_cwd=cwd,
                 env=env,
                 aliases=seen,
+                opaque=f"shell alias {seen[0]}",
             )
         words = split_cmdline(value)
         # Global options inside an alias (``alias.x = -c k=v reset``) apply too.
-        more, eff_cwd2, j, implied, _ = _split_globals(words, eff_cwd)
-        if more:
-            global_options = [*global_options, *more]
-            eff_cwd = eff_cwd2
+        more = _split_globals(words, eff_cwd)
+        if more.unknown or more.exits or _changes_environment(more.options):
+            # git dies: "alias 'x' changes environment variables" (or an unknown option)
+            raise UsageError(f"git: alias {seen[-1]} cannot be expanded")
+        j, implied = more.index, more.implied
+        global_options = [*global_options, *more.options]
         if implied:
             name, rest = implied, [*words[j:], *rest]
             break
@@ -461,20 +575,45 @@ def asks_for_help(args: Sequence[str]) -> bool:
     return False
 
 
+#: The option table each subcommand's arguments are read with (stash: per action).
+SPEC_OF = {
+    "reset": "reset",
+    "checkout": "checkout",
+    "switch": "switch",
+    "restore": "restore",
+    "clean": "clean",
+    "rm": "rm",
+    "mv": "mv",
+    "branch": "branch",
+    "rebase": "rebase",
+    "pull": "pull",
+    "merge": "merge",
+    "cherry-pick": "sequencer",
+    "revert": "sequencer",
+    "am": "am",
+}
+
+
 def could_destroy(cmd: GitCommand) -> bool:
-    """False for commands that can never destroy or move uncommitted work or commits."""
-    if cmd.shell_alias is not None:
+    """False for commands that can never destroy or move uncommitted work or commits,
+    and for command lines git itself refuses before touching anything."""
+    if cmd.opaque is not None:
         return True
     sub = cmd.subcommand
     if sub is None or sub not in DESTRUCTIVE_SUBCOMMANDS or asks_for_help(cmd.args):
         return False
     args = cmd.args
+    spec = SPEC_OF.get(sub)
+    if spec is not None:
+        o = parse_options(spec, args)
+        if git_rejects(spec, o):
+            return False
+        if o.unknown:
+            return True  # git may know it: asked when the blast radius is computed
     if sub == "reset":
-        o = parse_options("reset", args)
-        return not (o.has("soft") and not o.unknown)
+        return not o.has("soft")
     if sub == "checkout":
-        o = parse_options("checkout", args)
-        if o.unknown or o.after_dashdash is not None or o.given("pathspec-from-file"):
+        if o.after_dashdash is not None or o.given("pathspec-from-file"):
             return True
         if o.has("patch") or o.has("force") or o.has("merge"):
             return True
@@ -482,32 +621,26 @@ def could_destroy(cmd: GitCommand) -> bool:
             return True
         return bool(o.positionals)
     if sub == "switch":
-        o = parse_options("switch", args)
-        if o.unknown or o.given("force-create") or o.has("force") or o.has("discard-changes"):
+        if o.given("force-create") or o.has("force") or o.has("discard-changes"):
             return True
         return bool(o.positionals) or o.has("merge") or o.given("orphan")
     if sub == "restore":
         return True
     if sub == "clean":
-        o = parse_options("clean", args)
-        return bool(o.unknown) or clean_force(cmd, o)
+        return clean_force(cmd, o)
     if sub == "stash":
-        action, _rest = stash_action(args)
+        action, rest = stash_action(args)
+        pushed = parse_options("stash-push", rest) if action in ("push", "save") else None
+        if pushed is not None and git_rejects("stash-push", pushed):
+            return False
         return action not in ("list", "show", "apply", "create", "store")
     if sub == "rm":
-        o = parse_options("rm", args)
-        if o.unknown:
-            return True
         return not o.has("dry-run") and (o.has("force") or o.has("cached"))
     if sub == "mv":
-        o = parse_options("mv", args)
-        return bool(o.unknown) or (o.has("force") and not o.has("dry-run"))
+        return o.has("force") and not o.has("dry-run")
     if sub == "worktree":
         return bool(args) and args[0] == "remove"
     if sub == "branch":
-        o = parse_options("branch", args)
-        if o.unknown:
-            return True
         if o.has("D") or o.has("M") or o.has("C"):
             return True
         if o.has("force") and (o.has("delete") or o.has("move") or o.has("copy")):
@@ -515,14 +648,14 @@ def could_destroy(cmd: GitCommand) -> bool:
         listing = o.has("list") or o.given("contains") or o.given("merged")
         return o.has("force") and bool(o.positionals) and not listing
     if sub in ("rebase", "pull", "merge"):
-        o = parse_options(sub, args)
         if o.has("abort") or o.has("skip"):
             return True
         if sub == "merge" and not (o.has("continue") or o.has("quit")):
             return True  # a fast-forward overwrites ignored files in its way
         return autostash(cmd, o)
+    if sub in ("cherry-pick", "revert") and o.positionals:
+        return not any(o.has(x) for x in ("continue", "quit"))  # ignored files in the way
     if sub in ("cherry-pick", "revert", "am"):
-        o = parse_options("am" if sub == "am" else "sequencer", args)
         return any(o.has(x) for x in _SEQ_DESTRUCTIVE)
     if sub == "submodule":
         words = [a for a in args if not a.startswith("-")]

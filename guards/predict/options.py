@@ -36,14 +36,17 @@ class Spec(Value):
 class Options(MutableValue):
     """What parse_options found: values per long name, positionals, the pathspec."""
 
-    __slots__ = ("after_dashdash", "positionals", "unknown", "values")
+    __slots__ = ("after_dashdash", "missing", "positionals", "unknown", "values")
 
     def __init__(self) -> None:
         self.values: dict[str, list[str | bool]] = {}
         self.positionals: list[str] = []
         #: Arguments after ``--`` (None when there was no ``--``).
         self.after_dashdash: list[str] | None = None
+        #: Options guards' table does not have (git may or may not know them).
         self.unknown: list[str] = []
+        #: Options whose required value is missing: git refuses the whole command.
+        self.missing: list[str] = []
 
     def has(self, name: str) -> bool:
         """The option was given and its last occurrence is not negated."""
@@ -352,7 +355,7 @@ def parse_options(spec_name: str, args: Sequence[str]) -> Options:
                     out.values.setdefault(name, []).append(args[i])
                     i += 1
                 else:
-                    out.unknown.append(a)
+                    out.missing.append(a)
             elif kind == "=?":
                 out.values.setdefault(name, []).append(val if eq else True)
             else:
@@ -377,7 +380,7 @@ def parse_options(spec_name: str, args: Sequence[str]) -> Options:
                         out.values.setdefault(name, []).append(args[i])
                         i += 1
                     else:
-                        out.unknown.append(f"-{c}")
+                        out.missing.append(f"-{c}")
                     break
                 out.values.setdefault(name, []).append(True)
             continue
@@ -405,3 +408,79 @@ def _resolve_long(body: str, table: Mapping[str, str]) -> tuple[str, bool] | Non
     if len(candidates) == 1:
         return candidates.pop()
     return None
+
+
+#: Each subcommand's words for asking git its own option table (``<words>
+#: --git-completion-helper-all``); None: git has no such table (a script).
+GIT_WORDS: dict[str, tuple[str, ...] | None] = {
+    "reset": ("reset",),
+    "checkout": ("checkout",),
+    "switch": ("switch",),
+    "restore": ("restore",),
+    "clean": ("clean",),
+    "stash-push": ("stash", "push"),
+    "stash-ref": ("stash", "drop"),
+    "rm": ("rm",),
+    "mv": ("mv",),
+    "worktree-remove": ("worktree", "remove"),
+    "branch": ("branch",),
+    "rebase": ("rebase",),
+    "pull": ("pull",),
+    "merge": ("merge",),
+    "sequencer": ("cherry-pick",),
+    "am": ("am",),
+    "submodule-deinit": None,
+    "submodule-update": None,
+    "sparse-checkout": ("sparse-checkout", "set"),
+}
+
+_PATHSPEC_FILE = ("reset", "checkout", "restore", "rm", "stash-push")
+
+
+def git_rejects(spec_name: str, o: Options) -> bool:
+    """Whether git refuses these options before touching anything: a missing value, or
+    a combination the command's own checks reject (git 2.39's ``die()``s ahead of any
+    change). Path-dependent checks stay with the commands that know the paths."""
+    if o.missing:
+        return True
+    has = o.has
+    if spec_name in _PATHSPEC_FILE:
+        from_file = o.given("pathspec-from-file") and o.value("pathspec-from-file") is not None
+        if has("pathspec-file-nul") and not from_file:
+            return True
+        if from_file and (has("patch") or (spec_name == "stash-push" and has("staged"))):
+            return True
+        if from_file and o.after_dashdash and spec_name != "stash-push":
+            return True
+        pathspec = o.positionals or o.after_dashdash
+        if from_file and spec_name in ("restore", "rm", "stash-push") and pathspec:
+            return True
+    if spec_name == "reset":
+        modes = [m for m in ("soft", "mixed", "hard", "merge", "keep") if has(m)]
+        if has("patch") and modes:
+            return True
+        if has("intent-to-add") and any(m != "mixed" for m in modes):
+            return True
+    elif spec_name == "checkout":
+        if sum(o.given(b) and o.value(b) is not None for b in ("b", "B", "orphan")) > 1:
+            return True
+        if o.given("overlay") and has("overlay") and has("patch"):
+            return True
+        merge = has("merge") or o.value("conflict") is not None
+        if (has("force") and merge) or ((has("ours") or has("theirs")) and (has("force") or merge)):
+            return True
+    elif spec_name == "switch":
+        new = [b for b in ("create", "force-create", "orphan") if o.value(b) is not None]
+        if len(new) > 1 or (has("detach") and new):
+            return True
+        if has("merge") and (has("force") or has("discard-changes")):
+            return True
+    elif spec_name == "restore":
+        staged_only = has("staged") and not has("worktree")
+        if staged_only and (has("ours") or has("theirs") or has("merge") or o.given("conflict")):
+            return True
+        if has("ignore-unmerged") and has("merge"):
+            return True
+    elif spec_name == "clean":
+        return has("x") and has("X")
+    return False

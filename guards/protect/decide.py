@@ -63,10 +63,11 @@ def classify_radius(ws: Workspace, radius: BlastRadius) -> list[AtRisk]:
     data, problem = ws.read_ledger()
     if problem is not None:
         output.warn(f"{problem}; treating every owner as unknown")
+    paths = [loss.path for loss in radius.losses]
     if radius.everything:
-        paths = [d.path for d in read_dirty(ws.repo, ignored=True)]
-    else:
-        paths = [loss.path for loss in radius.losses]
+        # Everything git's status shows, and the losses it does not show (hidden by
+        # index flags) that the radius names.
+        paths = list(dict.fromkeys([*(d.path for d in read_dirty(ws.repo, ignored=True)), *paths]))
     records = data.paths.get(ws.repo.worktree_key, {}) if data is not None else {}
     top = ws.repo.worktree
     fmt = ws.repo.object_format

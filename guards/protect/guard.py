@@ -244,7 +244,7 @@ def _guard_everything(
     """Rescue all dirty work of the repository at ``cwd`` not provably the caller's."""
     from guards.git.repo import NotARepositoryError, discover
     from guards.predict import cmdline
-    from guards.predict.blast import BlastRadius
+    from guards.predict.blast import all_dirty_work
     from guards.predict.cmdline import GitCommand
     from guards.protect import decide
 
@@ -278,8 +278,8 @@ def _guard_everything(
             origin_cwd=where,
             env=dict(env),
         )
-    radius = BlastRadius(worktree=toplevel, losses=[], everything=True)
     with cmdline.command_environment(cmd):
+        radius = all_dirty_work(cmd, toplevel)
         _report(decide.protect(cmd, radius, report=False), verdict, toplevel)
 
 

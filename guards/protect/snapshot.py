@@ -257,6 +257,7 @@ class Capture:
             reverts.append(index_info_line(p, c.old, self.fmt))
         if reverts:
             self._private(base, ["update-index", "-z", "--index-info"], b"".join(reverts))
+        self._unhide(base, listed)
         self._private(
             base,
             [
@@ -297,6 +298,29 @@ class Capture:
         ]
         if missing_but_kept:
             self.skip_worktree = self._skip_worktree(missing_but_kept)
+
+    def _unhide(self, index: Path, listed: set[str]) -> None:
+        """In the private index, clear the assume-unchanged and skip-worktree flags of
+        listed files that are on disk: with them, ``update-index`` never reads the file,
+        and the snapshot would hold the entry instead of the work at risk."""
+        res = _run(self.repo, [*_PRIVATE, "ls-files", "-v", "-z"], index=index)
+        valid: list[str] = []
+        skip: list[str] = []
+        top = self.repo.worktree
+        for rec in git.zsplit(res.stdout):
+            tag = rec[:1]
+            if tag == b"H" or not tag:
+                continue
+            path = os.fsdecode(rec[2:])
+            if path not in listed or not os.path.lexists(top / path):
+                continue
+            if tag.islower():
+                valid.append(path)
+            if tag in (b"S", b"s"):
+                skip.append(path)
+        for flag, paths in (("--no-assume-unchanged", valid), ("--no-skip-worktree", skip)):
+            if paths:
+                self._private(index, ["update-index", flag, "-z", "--stdin"], git.nul_join(paths))
 
     def _read_stages(self, paths: list[str]) -> dict[str, list[tuple[int, Entry]]]:
         res = _run(self.repo, ["ls-files", "-u", "-s", "-z"])

@@ -20,7 +20,14 @@ tree files, ``clean -n``). Notation as in docs/blast-radius.md: H = HEAD, I = in
 from __future__ import annotations
 
 from guards.predict.blast import history_commands, tree_commands
-from guards.predict.blast.radius import BlastRadius, Loss, LossKind, everything
+from guards.predict.blast.radius import (
+    BlastRadius,
+    CannotTell,
+    GitRefuses,
+    Loss,
+    LossKind,
+    everything,
+)
 from guards.predict.blast.rules import (
     Losses,
     collisions,
@@ -45,6 +52,7 @@ from guards.predict.blast.state import (
     Version,
     context,
     files_under,
+    hidden_changes,
     pathspec_args,
     read_state,
 )
@@ -66,6 +74,7 @@ __all__ = [
     "State",
     "Target",
     "Version",
+    "all_dirty_work",
     "blast_radius",
     "collisions",
     "context",
@@ -94,17 +103,50 @@ _HANDLERS: dict[str, Callable[[Context, list[str]], BlastRadius]] = {
 
 def blast_radius(cmd: GitCommand) -> BlastRadius:
     """What ``cmd`` would destroy or move away; raises UnknownStateError if git fails."""
-    if cmd.shell_alias is not None:
-        return everything(None)
+    radius = _radius(cmd)
+    if not radius.everything or radius.worktree is None:
+        return radius
+    return all_dirty_work(cmd, radius.worktree)
+
+
+def all_dirty_work(cmd: GitCommand, worktree: str) -> BlastRadius:
+    """Everything at risk in ``worktree``: what git's status shows (left to the reader of
+    the radius) and the changes index flags hide from it (named here)."""
+    ctx = context(cmd)
+    if ctx is None or ctx.toplevel != worktree:
+        ctx = context(cmd, at=worktree)
+    state = State(toplevel=worktree)
+    if ctx is not None:
+        hidden_changes(ctx, state, None)
+    kinds = frozenset({LossKind.WORKTREE})
+    hidden = [Loss(path, kinds) for path in sorted(state.entries)]
+    return BlastRadius(worktree=worktree, losses=hidden, everything=True)
+
+
+def _radius(cmd: GitCommand) -> BlastRadius:
+    if cmd.opaque is not None:
+        # Everything the command could reach: the dirty work of its work tree (outside
+        # any repository, nothing of git's is there to lose).
+        ctx = context(cmd)
+        if ctx is None:
+            return BlastRadius(worktree=None, losses=[])
+        return everything(ctx.toplevel)
     sub = cmd.subcommand
     if sub is None or asks_for_help(cmd.args):
         return BlastRadius(worktree=None, losses=[])
     handler = _HANDLERS.get(sub)
     if handler is None:
         return BlastRadius(worktree=None, losses=[])
-    if sub == "worktree":
-        return history_commands.worktree_remove(cmd)
-    ctx = context(cmd)
-    if ctx is None:
+    ctx = None
+    try:
+        if sub == "worktree":
+            return history_commands.worktree_remove(cmd)
+        ctx = context(cmd)
+        if ctx is None:
+            return BlastRadius(worktree=None, losses=[])
+        return handler(ctx, cmd.args)
+    except GitRefuses:
         return BlastRadius(worktree=None, losses=[])
-    return handler(ctx, cmd.args)
+    except CannotTell:
+        ctx = ctx or context(cmd)
+        return everything(None if ctx is None else ctx.toplevel)

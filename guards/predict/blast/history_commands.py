@@ -15,17 +15,22 @@ from guards.git import operations
 from guards.git.objects import GITLINK
 from guards.predict.blast.radius import BlastRadius, LossKind, everything
 from guards.predict.blast.rules import (
+    TWO_WAY,
     Losses,
     add_collisions,
     branch_reset_loss,
+    collisions,
+    hidden_overwritten,
     ix,
     moved,
+    occupied_elsewhere,
     r1,
     r5,
+    stash_resets,
     unreachable_from,
     wt,
 )
-from guards.predict.blast.state import Target, context, read_state
+from guards.predict.blast.state import Target, command_options, context, read_state
 from guards.predict.cmdline import autostash
 from guards.predict.options import parse_options
 
@@ -35,19 +40,20 @@ if TYPE_CHECKING:
 
     from guards.predict.blast.state import Context
     from guards.predict.cmdline import GitCommand
+    from guards.predict.options import Options
 
 
 def worktree_remove(cmd: GitCommand) -> BlastRadius:
     args = cmd.args
     if not args or args[0] != "remove":
         return BlastRadius(worktree=None, losses=[])
-    o = parse_options("worktree-remove", args[1:])
-    operands = [*o.positionals, *(o.after_dashdash or [])]
-    if o.unknown or len(operands) != 1:
-        return everything(None)
     main = context(cmd)
     if main is None:
         return BlastRadius(worktree=None, losses=[])
+    o = command_options(main, "worktree-remove", args[1:])
+    operands = [*o.positionals, *(o.after_dashdash or [])]
+    if len(operands) != 1:
+        return BlastRadius(worktree=None, losses=[])  # git: usage
     path = main.abs_path(operands[0])
     if not os.path.isdir(path):
         return BlastRadius(worktree=None, losses=[])
@@ -63,7 +69,8 @@ def worktree_remove(cmd: GitCommand) -> BlastRadius:
         return BlastRadius(worktree=ctx.toplevel, losses=[])
     state = read_state(ctx)
     losses = Losses()
-    dirty = bool(state.entries) or bool(state.untracked)
+    # git judges "dirty" by its status, which never shows changes an index flag hides.
+    dirty = any(not e.hidden for e in state.entries.values()) or bool(state.untracked)
     if dirty and not force:
         return losses.radius(ctx)
     for e in state.entries.values():
@@ -86,9 +93,7 @@ def worktree_remove(cmd: GitCommand) -> BlastRadius:
 
 
 def _branch(ctx: Context, args: list[str]) -> BlastRadius:
-    o = parse_options("branch", args)
-    if o.unknown:
-        return everything(ctx.toplevel)
+    o = command_options(ctx, "branch", args)
     commits: list[tuple[str, str]] = []
     names = [*o.positionals, *(o.after_dashdash or [])]
     force = o.has("force")
@@ -120,6 +125,8 @@ def _autostash_radius(ctx: Context) -> BlastRadius:
     state = read_state(ctx, hash_work=False)
     losses = Losses()
     moved(state, losses, tracked=lambda e: not e.gitlink)
+    stash_resets(state, losses, untracked=True, ignored=True)
+    hidden_overwritten(state, losses)
     return losses.radius(ctx, moves=bool(losses.kinds))
 
 
@@ -158,7 +165,7 @@ def _in_progress(ctx: Context, sub: str) -> bool:
 def _rebase_like(ctx: Context, args: list[str]) -> BlastRadius:
     sub = ctx.cmd.subcommand or ""
     spec = {"cherry-pick": "sequencer", "revert": "sequencer"}.get(sub, sub)
-    o = parse_options(spec, args)
+    o = command_options(ctx, spec, args)
     head = ctx.head()
     if o.has("abort") or o.has("skip"):
         if not _in_progress(ctx, sub):
@@ -187,6 +194,8 @@ def _rebase_like(ctx: Context, args: list[str]) -> BlastRadius:
         return losses.radius(ctx, state)
     if sub in ("rebase", "pull", "merge") and autostash(ctx.cmd, o):
         return _autostash_radius(ctx)
+    if sub in ("cherry-pick", "revert") and o.positionals and not _sequencer_control(o):
+        return _pick(ctx, o.positionals, revert=sub == "revert", commits=not o.has("no-commit"))
     if sub == "merge" and not (o.has("continue") or o.has("quit")):
         losses = Losses()
         heads = o.positionals or ["@{upstream}"]
@@ -200,9 +209,46 @@ def _rebase_like(ctx: Context, args: list[str]) -> BlastRadius:
                 target = Target(ctx, oid, head)
                 add_collisions(state, target, losses, untracked=False, ignored=True)
         return losses.radius(ctx)
-    if o.unknown:
-        return everything(ctx.toplevel)
     return BlastRadius(worktree=ctx.toplevel, losses=[])
+
+
+def _sequencer_control(o: Options) -> bool:
+    return any(o.has(x) for x in ("continue", "quit", "abort", "skip"))
+
+
+def _pick(ctx: Context, revisions: list[str], *, revert: bool, commits: bool) -> BlastRadius:
+    """``cherry-pick C`` writes the files C adds, ``revert C`` those C deleted: an
+    ignored file where such a file lands is overwritten without a word. git refuses
+    when an untracked file is in the way, when a file the commit changes has local
+    changes, and (unless ``--no-commit``) when anything is staged."""
+    res = ctx.run(["rev-list", "--no-walk=unsorted", *revisions, "--"], at_prefix=True, check=False)
+    if res.returncode != 0:
+        return BlastRadius(worktree=ctx.toplevel, losses=[])  # git: bad revision
+    head = ctx.head()
+    state = read_state(ctx, hash_work=False)
+    if commits and any(e.index != e.head for e in state.entries.values()):
+        return BlastRadius(worktree=ctx.toplevel, losses=[])  # "commit your changes"
+    losses = Losses()
+    for n, commit in enumerate(res.stdout.decode().split()):
+        parent = ctx.rev(f"{commit}^")
+        before, after = (commit, parent) if revert else (parent, commit)
+        if after is None:
+            continue
+        target = Target(ctx, after, head)
+        brings = Target(ctx, after, before) if before else None
+        target.diff = {
+            p: change
+            for p, change in target.diff.items()
+            if brings is None or (p in brings.diff and brings.diff[p][0] is None)
+        }
+        slots = occupied_elsewhere(state, target, TWO_WAY)
+        local = brings is not None and any(
+            p in brings.diff and e.work != e.index for p, e in state.entries.items()
+        )
+        if n == 0 and (local or collisions(state.untracked, slots)):
+            return BlastRadius(worktree=ctx.toplevel, losses=[])  # git refuses
+        add_collisions(state, target, losses, untracked=False, ignored=True, how=TWO_WAY)
+    return losses.radius(ctx)
 
 
 def _submodule(ctx: Context, args: list[str]) -> BlastRadius:
@@ -216,9 +262,7 @@ def _submodule(ctx: Context, args: list[str]) -> BlastRadius:
     if action != "deinit" or ctx.toplevel is None:
         return BlastRadius(worktree=ctx.toplevel, losses=[])
     rest = args[args.index("deinit") + 1 :]
-    o = parse_options("submodule-deinit", rest)
-    if o.unknown:
-        return everything(ctx.toplevel)
+    o = command_options(ctx, "submodule-deinit", rest)
     pathspec = [*o.positionals, *(o.after_dashdash or [])]
     if not pathspec and not o.has("all"):
         return BlastRadius(worktree=ctx.toplevel, losses=[])
@@ -236,7 +280,7 @@ def _submodule(ctx: Context, args: list[str]) -> BlastRadius:
         if sub_ctx is None or sub_ctx.toplevel is None:
             continue
         state = read_state(sub_ctx, hash_work=False)
-        dirty = bool(state.entries) or bool(state.untracked)
+        dirty = any(not e.hidden for e in state.entries.values()) or bool(state.untracked)
         if dirty and not o.has("force"):
             return BlastRadius(worktree=ctx.toplevel, losses=[])  # git refuses
         for e in state.entries.values():
@@ -252,10 +296,10 @@ def _sparse_checkout(ctx: Context, args: list[str]) -> BlastRadius:
     if not args or args[0] not in ("set", "reapply", "init"):
         return BlastRadius(worktree=ctx.toplevel, losses=[])
     action = args[0]
-    o = parse_options("sparse-checkout", args[1:])
+    o = command_options(ctx, "sparse-checkout", args[1:])
     cone_cfg = ctx.cmd.config_bool("core.sparsecheckoutcone", None)
     cone = o.has("cone") if o.given("cone") else (cone_cfg is not False)
-    if o.unknown or o.has("stdin") or not cone or ctx.toplevel is None:
+    if o.has("stdin") or not cone or ctx.toplevel is None:
         return everything(ctx.toplevel)
     if action == "set":
         dirs = [d.strip("/") for d in o.positionals + (o.after_dashdash or [])]

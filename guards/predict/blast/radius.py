@@ -71,3 +71,14 @@ class BlastRadius(Value):
 def everything(worktree: str | None) -> BlastRadius:
     """The effect cannot be computed: all dirty work of ``worktree`` is at risk."""
     return BlastRadius(worktree=worktree, losses=[], everything=True)
+
+
+class GitRefuses(Exception):
+    """Raised while computing a blast radius: git itself refuses this command before
+    touching anything (a missing value, options that cannot go together, a pathspec
+    file that does not exist), so nothing is at risk."""
+
+
+class CannotTell(Exception):
+    """Raised while computing a blast radius: its effect cannot be computed (an option
+    git knows and guards does not), so everything the command could reach is at risk."""

@@ -33,8 +33,15 @@ def wi(e: Entry) -> bool:
     return e.work != e.index
 
 
-def occupied_elsewhere(state: State, target: Target) -> set[str]:
-    """X's paths whose work tree slot holds no tracked file: collisions happen there.
+#: How git writes the target: R1 commands write every path of X (``reset --hard``); a
+#: branch switch and ``reset --keep`` merge HEAD, index and X (two-way) and write only
+#: what X changes; ``reset --merge`` merges index and X (one-way).
+WRITES_ALL, TWO_WAY, ONE_WAY = "all", "two-way", "one-way"
+
+
+def occupied_elsewhere(state: State, target: Target, how: str = WRITES_ALL) -> set[str]:
+    """X's paths where git writes a file although no tracked file is there (the index
+    has no entry, or its file is gone): collisions happen there.
 
     A gitlink is never such a slot: git leaves a submodule's directory alone."""
     slots: set[str] = set()
@@ -45,12 +52,14 @@ def occupied_elsewhere(state: State, target: Target) -> set[str]:
         if e is None:
             if old is None:
                 slots.add(path)
-        elif e.index is None or e.work is None:
+        elif e.index is None or (e.work is None and how != ONE_WAY):
             slots.add(path)
+    if how == TWO_WAY:
+        return slots  # a path X does not change is not written
     for e in state.entries.values():
         if e.path in target.diff or e.head is None or e.gitlink:
             continue
-        if e.index is None or e.work is None:
+        if e.index is None or (e.work is None and how == WRITES_ALL):
             slots.add(e.path)
     return slots
 
@@ -124,6 +133,19 @@ def tracked_entries(state: State) -> Iterable[Entry]:
     return (e for e in state.entries.values() if not e.gitlink)
 
 
+def hidden_in_the_way(state: State, target: Target) -> bool:
+    """A file an index flag hides (assume-unchanged, skip-worktree) differs from its
+    entry, and the entry would change: git's merge of trees checks that file after all
+    ("Entry 'f' not uptodate. Cannot merge.") and refuses the whole command."""
+    return any(e.hidden and target.version(e) != e.index for e in tracked_entries(state))
+
+
+def touched(e: Entry, x: Version | None, *, ignore_skip_worktree: bool = False) -> bool:
+    """Whether a path-mode command (``checkout [X] -- p``, ``restore``) writes this
+    entry's file: a skip-worktree entry only when X changes it (or when told to)."""
+    return not e.skip_worktree or ignore_skip_worktree or x != e.index
+
+
 def r1(
     ctx: Context,
     state: State,
@@ -131,11 +153,22 @@ def r1(
     losses: Losses,
     *,
     only_in_x: bool = False,
+    paths: bool = False,
+    ignore_skip_worktree: bool = False,
 ) -> None:
-    """Index and work tree become X (R1; R2 with ``only_in_x``)."""
+    """Index and work tree become X (R1; R2 with ``only_in_x``). ``paths``: the path
+    mode of checkout and restore, which writes files one by one; otherwise git merges
+    trees, which refuses when a hidden change is in the way and leaves skip-worktree
+    files alone."""
+    if not paths and hidden_in_the_way(state, target):
+        return
     for e in tracked_entries(state):
         x = target.version(e)
         if only_in_x and x is None:
+            continue
+        if e.skip_worktree and (
+            not paths or not touched(e, x, ignore_skip_worktree=ignore_skip_worktree)
+        ):
             continue
         kinds = []
         if wt(e, e.head) and wt(e, x):
@@ -147,9 +180,15 @@ def r1(
 
 
 def add_collisions(
-    state: State, target: Target, losses: Losses, *, untracked: bool, ignored: bool
+    state: State,
+    target: Target,
+    losses: Losses,
+    *,
+    untracked: bool,
+    ignored: bool,
+    how: str = WRITES_ALL,
 ) -> None:
-    slots = occupied_elsewhere(state, target)
+    slots = occupied_elsewhere(state, target, how)
     if untracked:
         for p in _colliding_files(state, state.untracked, slots):
             losses.add(p, LossKind.UNTRACKED)
@@ -165,11 +204,22 @@ def _colliding_files(state: State, shown: list[str], slots: set[str]) -> list[st
     return collisions(state.files(hits), slots) if hits else []
 
 
-def r3(state: State, losses: Losses) -> None:
-    """The work tree becomes the index: ``WI ∩ WT(HEAD)``."""
+def r3(state: State, losses: Losses, *, ignore_skip_worktree: bool = False) -> None:
+    """The work tree becomes the index: ``WI ∩ WT(HEAD)``, and what stands where a file
+    deleted from the work tree comes back (a directory of new files where the file
+    was, a file where a directory of tracked files was)."""
+    slots: set[str] = set()
     for e in tracked_entries(state):
+        if e.skip_worktree and not ignore_skip_worktree:
+            continue
         if wi(e) and wt(e, e.head) and not e.unmerged:
             losses.add(e.path, LossKind.WORKTREE)
+        if e.index is not None and e.work is None:
+            slots.add(e.path)
+    for p in _colliding_files(state, state.untracked, slots):
+        losses.add(p, LossKind.UNTRACKED)
+    for p in _colliding_files(state, state.ignored, slots):
+        losses.add(p, LossKind.IGNORED)
 
 
 def r4(state: State, target: Target, losses: Losses) -> None:
@@ -180,33 +230,69 @@ def r4(state: State, target: Target, losses: Losses) -> None:
 
 
 def r5(state: State, target: Target, losses: Losses) -> None:
-    """``reset --merge``: refuses on staged-then-modified, else ``IX(HEAD) ∩ IX(X)``."""
-    if any(ix(e, e.head) and wi(e) for e in tracked_entries(state) if not e.unmerged):
+    """``reset --merge X`` (git's one-way merge of the index with X): refuses when a path
+    whose entry changes has a file that differs from it, or when untracked files are
+    in X's way; else a staged version that matches neither HEAD nor X goes, with its
+    file (git removes or rewrites it), and ignored files in X's way are overwritten."""
+    if _one_way_refused(state, target):
         return
     for e in tracked_entries(state):
+        x = target.version(e)
         if e.unmerged:
-            if wt(e, e.head) and wt(e, target.version(e)):
+            if wt(e, e.head) and wt(e, x):
                 losses.add(e.path, LossKind.WORKTREE)
             continue
-        if ix(e, e.head) and ix(e, target.version(e)):
-            losses.add(e.path, LossKind.STAGED, LossKind.WORKTREE)
+        if e.index == x or not ix(e, e.head):
+            continue
+        losses.add(e.path, LossKind.STAGED)
+        if e.work is not None:
+            losses.add(e.path, LossKind.WORKTREE)
+    add_collisions(state, target, losses, untracked=False, ignored=True, how=ONE_WAY)
 
 
-def r6(state: State, target: Target, losses: Losses) -> None:
+def _one_way_refused(state: State, target: Target) -> bool:
+    for e in tracked_entries(state):
+        changes = e.index is not None and e.index != target.version(e)
+        if changes and not e.unmerged and e.work is not None and e.work != e.index:
+            return True  # "Entry 'f' not uptodate. Cannot merge."
+    slots = occupied_elsewhere(state, target, ONE_WAY)
+    return bool(collisions(state.untracked, slots))
+
+
+def keep(state: State, target: Target, losses: Losses) -> None:
+    """``reset --keep X``: the refusals and ignored collisions of a branch switch (git
+    merges HEAD, index and X), and the index becomes X (R4)."""
+    if _switch_refused(state, target):
+        return
+    slots = occupied_elsewhere(state, target, TWO_WAY)
+    if collisions(state.untracked, slots):
+        return
+    r4(state, target, losses)
+    for p in _colliding_files(state, state.ignored, slots):
+        losses.add(p, LossKind.IGNORED)
+
+
+def r6(state: State, target: Target, losses: Losses, *, ignore_skip_worktree: bool = False) -> None:
     """``restore --source=X`` (work tree only): ``WT(HEAD)&WT(X)&WI | C(O,X)``."""
     for e in tracked_entries(state):
-        if wt(e, e.head) and wt(e, target.version(e)) and wi(e):
+        x = target.version(e)
+        if not touched(e, x, ignore_skip_worktree=ignore_skip_worktree):
+            continue
+        if wt(e, e.head) and wt(e, x) and wi(e):
             losses.add(e.path, LossKind.WORKTREE)
     add_collisions(state, target, losses, untracked=True, ignored=True)
 
 
 def _switch_refused(state: State, target: Target) -> bool:
-    """git's two-way merge refuses: local changes on paths the switch changes."""
+    """git's two-way merge refuses: local changes on paths the switch changes (a file
+    deleted from the work tree is no change git minds: it writes X's version)."""
     for e in tracked_entries(state):
         x = target.version(e)
         if x == e.head:
             continue
-        if e.unmerged or e.work != e.index or (e.index != e.head and e.index != x):
+        if e.unmerged or (e.work is not None and e.work != e.index):
+            return True
+        if e.index != e.head and e.index != x:
             return True
     return False
 
@@ -215,7 +301,7 @@ def r7(state: State, target: Target, losses: Losses, *, overwrite_ignore: bool =
     """A branch switch without force: refuses on conflicts, else ignored collisions."""
     if _switch_refused(state, target):
         return
-    slots = occupied_elsewhere(state, target)
+    slots = occupied_elsewhere(state, target, TWO_WAY)
     if collisions(state.untracked, slots):
         return  # git refuses: untracked files would be overwritten
     if overwrite_ignore:
@@ -230,16 +316,21 @@ def merge_mode(state: State, target: Target, losses: Losses) -> None:
     if not _switch_refused(state, target):
         r7(state, target, losses)
         return
-    if any(e.index != e.head for e in tracked_entries(state)):
+    if any(e.index != e.head for e in tracked_entries(state)) or hidden_in_the_way(state, target):
         return
     for e in tracked_entries(state):
         if target.version(e) != e.head and wt(e, e.head):
             losses.add(e.path, LossKind.WORKTREE)
-    add_collisions(state, target, losses, untracked=False, ignored=True)
+    add_collisions(state, target, losses, untracked=False, ignored=True, how=TWO_WAY)
 
 
 def moved(state: State, losses: Losses, *, tracked: Callable[[Entry], bool]) -> None:
+    """What ``stash`` (and autostash) takes away. Changes an index flag hides are not
+    taken: the ``reset --hard`` that follows overwrites assume-unchanged files (a loss),
+    and leaves skip-worktree ones alone."""
     for e in state.entries.values():
+        if e.hidden:
+            continue
         if tracked(e):
             kinds = []
             if wt(e, e.head) or (e.work is None and e.head is not None):
@@ -268,3 +359,32 @@ def branch_reset_loss(ctx: Context, name: str | None, new_tip: str) -> list[tupl
 
 def unreachable_from(ctx: Context, oid: str, extra: Sequence[str], exclude: Sequence[str]) -> bool:
     return bool(commits_held_only_by(ctx.run, oid, other_tips=extra, ignoring=exclude, limit=1))
+
+
+def stash_resets(state: State, losses: Losses, *, untracked: bool, ignored: bool) -> None:
+    """After stashing, git resets the work tree to HEAD: untracked (``untracked``) and
+    ignored (``ignored``) files the stash did not take are deleted where a tracked file
+    comes back (a directory of new files where a deleted file was, and the reverse)."""
+    if not losses.kinds:
+        return  # nothing to stash: git stops ("No local changes to save")
+    slots = {
+        e.path
+        for e in tracked_entries(state)
+        if e.head is not None and (e.index is None or e.work is None) and not e.hidden
+    }
+    if untracked:
+        for p in _colliding_files(state, state.untracked, slots):
+            losses.add(p, LossKind.UNTRACKED)
+    if ignored:
+        for p in _colliding_files(state, state.ignored, slots):
+            losses.add(p, LossKind.IGNORED)
+
+
+def hidden_overwritten(state: State, losses: Losses) -> None:
+    """After stashing, git resets the work tree: an assume-unchanged file that differs
+    from its entry is overwritten with it (git's status never showed it to the stash)."""
+    if not losses.kinds:
+        return  # nothing to stash: git stops ("No local changes to save")
+    for e in tracked_entries(state):
+        if e.assume_unchanged and not e.skip_worktree and e.work is not None:
+            losses.add(e.path, LossKind.WORKTREE)

@@ -15,8 +15,10 @@ import stat
 
 from guards import git
 from guards.errors import UnknownStateError
-from guards.git.objects import GITLINK, ZERO_MODE, blob_oid, empty_tree
+from guards.git.objects import GITLINK, SYMLINK, ZERO_MODE, blob_oid, empty_tree
 from guards.git.quoting import c_unquote
+from guards.predict.blast.radius import CannotTell, GitRefuses
+from guards.predict.options import GIT_WORDS, git_rejects, parse_options
 from guards.values import MutableValue
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
@@ -65,12 +67,20 @@ class Context:
         at_prefix: bool = False,
         stdin: bytes | None = None,
         check: bool = True,
+        extra_env: dict[str, str] | None = None,
     ) -> git.Result:
         cwd = self.toplevel or self.git_dir
         if at_prefix and self.toplevel and self.prefix:
             cwd = os.path.join(self.toplevel, self.prefix)
         try:
-            return git.run([*self.options, *args], cwd=cwd, env=self.env, stdin=stdin, check=check)
+            return git.run(
+                [*self.options, *args],
+                cwd=cwd,
+                env=self.env,
+                stdin=stdin,
+                check=check,
+                extra_env=extra_env,
+            )
         except git.GitError as e:
             raise UnknownStateError(str(e)) from e
 
@@ -215,7 +225,17 @@ def context(cmd: GitCommand, at: str | None = None) -> Context | None:
 class Entry(MutableValue):
     """A dirty tracked path: its (mode, oid) in HEAD, the index and the work tree."""
 
-    __slots__ = ("gitlink", "head", "index", "path", "unmerged", "work", "xy")
+    __slots__ = (
+        "assume_unchanged",
+        "gitlink",
+        "head",
+        "index",
+        "path",
+        "skip_worktree",
+        "unmerged",
+        "work",
+        "xy",
+    )
 
     def __init__(
         self,
@@ -234,10 +254,19 @@ class Entry(MutableValue):
         self.work = work
         self.unmerged = unmerged
         self.gitlink = gitlink
+        #: The index entry is marked ``assume-unchanged`` / ``skip-worktree``: git's
+        #: status (and much of git) does not look at its file, which differs from it.
+        self.assume_unchanged = False
+        self.skip_worktree = False
 
     @property
     def intent_to_add(self) -> bool:
         return self.xy == ".A"
+
+    @property
+    def hidden(self) -> bool:
+        """A change ``git status`` does not show (an index flag hides it)."""
+        return self.assume_unchanged or self.skip_worktree
 
 
 class State(MutableValue):
@@ -278,6 +307,58 @@ def _ver(mode: bytes, oid: bytes) -> Version | None:
     return None if m == ZERO_MODE else (m, oid.decode())
 
 
+def command_options(ctx: Context, spec_name: str, args: Sequence[str]) -> Options:
+    """The command's options read with git's table; raises :class:`GitRefuses` when git
+    refuses them, :class:`CannotTell` for an option git knows and guards does not."""
+    o = parse_options(spec_name, args)
+    if git_rejects(spec_name, o):
+        raise GitRefuses(spec_name)
+    if o.unknown:
+        words = GIT_WORDS.get(spec_name)
+        if spec_name == "sequencer" and ctx.cmd.subcommand:
+            words = (ctx.cmd.subcommand,)
+        if words is None or not git_rejects_options(ctx, words, o.unknown):
+            raise CannotTell(" ".join(o.unknown))
+        raise GitRefuses(spec_name)
+    return o
+
+
+def git_rejects_options(ctx: Context, words: Sequence[str], unknown: Sequence[str]) -> bool:
+    """Whether git's own option table for ``git <words>`` surely lacks each of these
+    options (a typo such as ``reset --hadr``: git refuses the command). Asked with
+    ``--git-completion-helper-all`` (long options) and ``-h`` (short ones), which print
+    the table and exit; anything unclear counts as "git may know it"."""
+    longs: list[str] = []
+    shorts: set[str] = set()
+    if any(u.startswith("--") for u in unknown):
+        res = ctx.run([*words, "--git-completion-helper-all"], at_prefix=True, check=False)
+        longs = [w.rstrip("=")[2:] for w in res.stdout.decode("utf-8", "replace").split()]
+        longs = [w for w in longs if w]
+        if res.returncode != 0 or not longs:
+            return False
+    if any(not u.startswith("--") for u in unknown):
+        res = ctx.run([*words, "-h"], at_prefix=True, check=False, extra_env=_C_LOCALE)
+        for line in res.stdout.decode("utf-8", "replace").splitlines():
+            word = line.strip().split(",")[0].split(" ")[0]
+            if len(word) == 2 and word[0] == "-" and word[1] != "-":
+                shorts.add(word[1])
+        if res.returncode != 129 or not shorts:
+            return False
+    for u in unknown:
+        if u.startswith("--"):
+            body = u[2:].partition("=")[0]
+            if not body or any(name.startswith(body) for name in longs):
+                return False
+            if body.startswith("no-") and any(name.startswith(body[3:]) for name in longs):
+                return False
+        elif len(u) != 2 or u[1] in shorts:
+            return False
+    return True
+
+
+_C_LOCALE = {"LC_ALL": "C", "LANGUAGE": "C"}
+
+
 def pathspec_args(ctx: Context, opts: Options, pathspec: Sequence[str]) -> list[str] | None:
     """Status arguments limiting it to the command's pathspec; None = the whole tree.
 
@@ -293,7 +374,7 @@ def pathspec_args(ctx: Context, opts: Options, pathspec: Sequence[str]) -> list[
             with open(ctx.abs_path(source), "rb") as f:
                 data = f.read()
         except OSError:
-            return None  # git will fail to read it too; count the whole scope
+            raise GitRefuses(f"cannot read {source}") from None  # git cannot either
         if opts.has("pathspec-file-nul"):
             items = git.zsplit(data)
         else:
@@ -363,7 +444,55 @@ def read_state(
                 if e.work and not e.work[1] and (e.unmerged or e.index != e.head or e.path in diff)
             ],
         )
+    hidden_changes(ctx, state, limit)
     return state
+
+
+def hidden_changes(ctx: Context, state: State, limit: list[str] | None) -> None:
+    """Files whose index entry is marked assume-unchanged or skip-worktree and differs
+    from it: ``git status`` never lists them, yet ``reset --hard``, ``checkout -- p``,
+    ``rm -f`` or ``stash`` overwrite them. Found from ``ls-files -v`` (a lower-case tag:
+    assume-unchanged; ``S``: skip-worktree) and hashed; a skip-worktree path absent
+    from the work tree holds nothing to lose."""
+    if ctx.toplevel is None:
+        return
+    out = ctx.out(["ls-files", "-v", "-z", "--full-name", *(limit or [])], at_prefix=True)
+    flags: dict[str, tuple[bool, bool]] = {}
+    for rec in git.zsplit(out):
+        tag = rec[:1]
+        if tag == b"H" or not tag:
+            continue
+        assume_unchanged, skip_worktree = tag.islower(), tag in (b"S", b"s")
+        if assume_unchanged or skip_worktree:
+            path = os.fsdecode(rec[2:])
+            if os.path.lexists(os.path.join(ctx.toplevel, path)):
+                flags[path] = (assume_unchanged, skip_worktree)
+    if not flags:
+        return
+    listed = ctx.out(["--literal-pathspecs", "ls-files", "-s", "-z", "--full-name", "--", *flags])
+    entries: list[Entry] = []
+    for rec in git.zsplit(listed):
+        meta, _, raw = rec.partition(b"\t")
+        mode, oid, stage = meta.decode().split(" ")
+        path = os.fsdecode(raw)
+        if stage != "0" or path not in flags:
+            continue
+        ver = (mode, oid)
+        e = state.entries.get(path) or Entry(path, ".M", ver, ver)
+        e.assume_unchanged, e.skip_worktree = flags[path]
+        full = os.path.join(ctx.toplevel, path)
+        st = os.lstat(full)
+        if stat.S_ISLNK(st.st_mode):
+            e.work = (SYMLINK, "")
+        elif stat.S_ISDIR(st.st_mode):
+            e.work = (mode, "?")  # a directory where the index has a file
+        else:
+            e.work = ("100755" if st.st_mode & stat.S_IXUSR else "100644", "")
+        entries.append(e)
+    _hash_work(ctx, [e for e in entries if not e.work or not e.work[1]])
+    for e in entries:
+        if e.work != e.index:
+            state.entries[e.path] = e
 
 
 def files_under(toplevel: str, rel_dir: str) -> Iterable[str]:

@@ -14,12 +14,14 @@ from guards import git
 from guards.errors import UnknownStateError
 from guards.git.objects import empty_tree
 from guards.git.quoting import parse_clean_output
-from guards.predict.blast.radius import BlastRadius, LossKind, everything
+from guards.predict.blast.radius import BlastRadius, GitRefuses, LossKind, everything
 from guards.predict.blast.rules import (
     Losses,
     branch_reset_loss,
     collisions,
+    hidden_overwritten,
     ix,
+    keep,
     merge_mode,
     moved,
     occupied_elsewhere,
@@ -30,11 +32,18 @@ from guards.predict.blast.rules import (
     r5,
     r6,
     r7,
+    stash_resets,
     tracked_entries,
     wi,
     wt,
 )
-from guards.predict.blast.state import Target, files_under, pathspec_args, read_state
+from guards.predict.blast.state import (
+    Target,
+    command_options,
+    files_under,
+    pathspec_args,
+    read_state,
+)
 from guards.predict.cmdline import clean_force, stash_action
 from guards.predict.options import parse_options
 
@@ -61,14 +70,12 @@ def _split_target(
 
 
 def _reset(ctx: Context, args: list[str]) -> BlastRadius:
-    o = parse_options("reset", args)
-    if o.unknown:
-        return everything(ctx.toplevel)
+    o = command_options(ctx, "reset", args)
     if o.has("soft"):
         return BlastRadius(worktree=ctx.toplevel, losses=[])
     split = _split_target(ctx, o)
     if split is None:
-        return everything(ctx.toplevel)
+        raise GitRefuses("reset")  # more than one revision before "--"
     name, pathspec = split
     head = ctx.head()
     x_oid = ctx.rev(name) if name else head
@@ -89,7 +96,7 @@ def _reset(ctx: Context, args: list[str]) -> BlastRadius:
         elif o.has("merge"):
             r5(state, target, losses)
         else:
-            r4(state, target, losses)
+            keep(state, target, losses)
         return losses.radius(ctx, state)
     limit = pathspec_args(ctx, o, pathspec)
     state = read_state(ctx, limit, hash_work=False)  # R4 compares with the index only
@@ -98,9 +105,7 @@ def _reset(ctx: Context, args: list[str]) -> BlastRadius:
 
 
 def _checkout(ctx: Context, args: list[str]) -> BlastRadius:
-    o = parse_options("checkout", args)
-    if o.unknown:
-        return everything(ctx.toplevel)
+    o = command_options(ctx, "checkout", args)
     head = ctx.head()
     pathmode = (
         o.after_dashdash is not None
@@ -113,10 +118,16 @@ def _checkout(ctx: Context, args: list[str]) -> BlastRadius:
         if len(o.positionals) > 1 or (ctx.rev(first) is None and _dwim_remote(ctx, first) is None):
             pathmode = True
     losses = Losses()
+    if pathmode and (new_branch or o.has("detach") or o.given("track")):
+        raise GitRefuses("checkout")  # "cannot be used with updating paths"
+    if not pathmode and (o.has("ours") or o.has("theirs") or o.given("overlay")):
+        raise GitRefuses("checkout")  # "cannot be used with switching branches"
+    if new_branch and len(o.positionals) > 1:
+        raise GitRefuses("checkout")  # "Cannot update paths and switch to branch"
     if pathmode:
         split = _split_target(ctx, o, "tree")
         if split is None:
-            return everything(ctx.toplevel)
+            raise GitRefuses("checkout")  # "only one reference expected"
         name, pathspec = split
         limit = pathspec_args(ctx, o, pathspec)
         if name is None:
@@ -124,7 +135,7 @@ def _checkout(ctx: Context, args: list[str]) -> BlastRadius:
             resolving = o.has("force") or o.has("ours") or o.has("theirs") or o.has("merge")
             if not resolving and any(e.unmerged for e in state.entries.values()):
                 return BlastRadius(worktree=ctx.toplevel, losses=[])  # git refuses
-            r3(state, losses)
+            r3(state, losses, ignore_skip_worktree=o.has("ignore-skip-worktree-bits"))
             if o.has("ours") or o.has("theirs") or o.has("merge") or o.has("force"):
                 for e in state.entries.values():
                     if e.unmerged and wt(e, e.head):
@@ -136,7 +147,15 @@ def _checkout(ctx: Context, args: list[str]) -> BlastRadius:
         # Path mode compares with X's tree: a commit's tree or a bare tree alike.
         target = Target(ctx, ctx.rev(name) or x_oid, head)
         state = read_state(ctx, limit, target=target)
-        r1(ctx, state, target, losses, only_in_x=not o.given("overlay") or o.has("overlay"))
+        r1(
+            ctx,
+            state,
+            target,
+            losses,
+            only_in_x=not o.given("overlay") or o.has("overlay"),
+            paths=True,
+            ignore_skip_worktree=o.has("ignore-skip-worktree-bits"),
+        )
         return losses.radius(ctx, state)
     # Branch mode: target is the start point (or the branch named).
     start = o.positionals[0] if o.positionals else None
@@ -184,9 +203,7 @@ def _dwim_remote(ctx: Context, name: str) -> str | None:
 
 
 def _switch(ctx: Context, args: list[str]) -> BlastRadius:
-    o = parse_options("switch", args)
-    if o.unknown:
-        return everything(ctx.toplevel)
+    o = command_options(ctx, "switch", args)
     if operation_in_progress(ctx):
         return BlastRadius(worktree=ctx.toplevel, losses=[])  # git: "cannot switch ... while"
     head = ctx.head()
@@ -211,9 +228,7 @@ def _switch(ctx: Context, args: list[str]) -> BlastRadius:
 
 
 def _restore(ctx: Context, args: list[str]) -> BlastRadius:
-    o = parse_options("restore", args)
-    if o.unknown:
-        return everything(ctx.toplevel)
+    o = command_options(ctx, "restore", args)
     pathspec = [*o.positionals, *(o.after_dashdash or [])]
     if not pathspec and not o.given("pathspec-from-file"):
         return BlastRadius(worktree=ctx.toplevel, losses=[])  # git: path(s) required
@@ -238,21 +253,28 @@ def _restore(ctx: Context, args: list[str]) -> BlastRadius:
         for e in state.entries.values():
             if e.unmerged and wt(e, e.head):
                 losses.add(e.path, LossKind.WORKTREE)
+    ignore_sw = o.has("ignore-skip-worktree-bits")
     if staged and worktree:
-        r1(ctx, state, target, losses, only_in_x=o.has("overlay"))
+        r1(
+            ctx,
+            state,
+            target,
+            losses,
+            only_in_x=o.has("overlay"),
+            paths=True,
+            ignore_skip_worktree=ignore_sw,
+        )
     elif staged:
         r4(state, target, losses)
     elif source is None:
-        r3(state, losses)
+        r3(state, losses, ignore_skip_worktree=ignore_sw)
     else:
-        r6(state, target, losses)
+        r6(state, target, losses, ignore_skip_worktree=ignore_sw)
     return losses.radius(ctx, state)
 
 
 def _clean(ctx: Context, args: list[str]) -> BlastRadius:
-    o = parse_options("clean", args)
-    if o.unknown:
-        return everything(ctx.toplevel)
+    o = command_options(ctx, "clean", args)
     if not clean_force(ctx.cmd, o) or ctx.toplevel is None:
         return BlastRadius(worktree=ctx.toplevel, losses=[])
     dry = ["clean", "--dry-run"]
@@ -265,8 +287,12 @@ def _clean(ctx: Context, args: list[str]) -> BlastRadius:
         if isinstance(v, str):
             dry.append(f"--exclude={v}")
     dry += ["--", *o.positionals, *(o.after_dashdash or [])]
-    out = ctx.out(dry, at_prefix=True)
-    removed, _skipped = parse_clean_output(out)
+    res = ctx.run(dry, at_prefix=True, check=False)
+    if res.returncode in (128, 129):
+        raise GitRefuses("clean")  # the same flags and pathspec: git refuses the real one too
+    if res.returncode != 0:
+        raise UnknownStateError(f"git clean --dry-run failed (exit {res.returncode})")
+    removed, _skipped = parse_clean_output(res.stdout)
     paths: list[str] = []
     for shown in removed:
         rel = posixpath.normpath(posixpath.join(ctx.prefix, shown))
@@ -289,9 +315,7 @@ def _stash(ctx: Context, args: list[str]) -> BlastRadius:
     if action in ("list", "show", "apply", "create", "store"):
         return BlastRadius(worktree=ctx.toplevel, losses=[])
     if action in ("push", "save"):
-        o = parse_options("stash-push", rest)
-        if o.unknown:
-            return everything(ctx.toplevel)
+        o = command_options(ctx, "stash-push", rest)
         pathspec = (
             (o.after_dashdash or [])
             if action == "save"
@@ -306,6 +330,8 @@ def _stash(ctx: Context, args: list[str]) -> BlastRadius:
             return BlastRadius(worktree=ctx.toplevel, losses=[])
         limit = pathspec_args(ctx, o, pathspec)
         state = full if limit is None else read_state(ctx, limit, hash_work=False)
+        if limit is not None and any(e.skip_worktree for e in state.entries.values()):
+            raise GitRefuses("stash")  # its `git add` refuses paths outside the sparse cone
         losses = Losses()
         # stash records a submodule's commit but never touches the submodule's own work.
         if o.has("staged"):
@@ -314,6 +340,14 @@ def _stash(ctx: Context, args: list[str]) -> BlastRadius:
             moved(state, losses, tracked=lambda e: e.xy[1] != "." and not e.gitlink)
         else:
             moved(state, losses, tracked=lambda e: not e.gitlink)
+        if not pathspec and not o.given("pathspec-from-file"):
+            stash_resets(
+                state,
+                losses,
+                untracked=not (o.has("include-untracked") or o.has("all")),
+                ignored=not o.has("all"),
+            )
+            hidden_overwritten(state, losses)
         if o.has("include-untracked") or o.has("all"):
             # A nested repository is not stashed: git records no gitlink for it.
             for p in (u for u in state.untracked if not u.endswith("/")):
@@ -345,18 +379,23 @@ def _stash_entries(ctx: Context) -> list[tuple[str, str]]:
 
 
 def _rm(ctx: Context, args: list[str]) -> BlastRadius:
-    o = parse_options("rm", args)
-    if o.unknown:
-        return everything(ctx.toplevel)
+    o = command_options(ctx, "rm", args)
     if o.has("dry-run"):
         return BlastRadius(worktree=ctx.toplevel, losses=[])
     pathspec = [*o.positionals, *(o.after_dashdash or [])]
     if not pathspec and not o.given("pathspec-from-file"):
         return BlastRadius(worktree=ctx.toplevel, losses=[])
-    state = read_state(ctx, pathspec_args(ctx, o, pathspec))
+    limit = pathspec_args(ctx, o, pathspec)
+    if not o.has("r") and limit is not None and _matches_a_directory(ctx, limit[1:]):
+        raise GitRefuses("rm")  # "not removing 'dir' recursively without -r"
+    state = read_state(ctx, limit)
     losses = Losses()
     force = o.has("force")
-    tracked = [e for e in tracked_entries(state) if e.index is not None or e.intent_to_add]
+    tracked = [
+        e
+        for e in tracked_entries(state)
+        if (e.index is not None or e.intent_to_add) and (o.has("sparse") or not e.skip_worktree)
+    ]
     if o.has("cached"):
         # Staged content that matches neither the file nor HEAD: git refuses without -f.
         at_risk = [e for e in tracked if ix(e, e.head) and wi(e)]
@@ -377,10 +416,27 @@ def _rm(ctx: Context, args: list[str]) -> BlastRadius:
     return losses.radius(ctx)
 
 
+def _matches_a_directory(ctx: Context, pathspec: list[str]) -> bool:
+    """A plain pathspec element that names a directory of tracked files (or ``.``):
+    ``rm`` without ``-r`` refuses the whole command. Elements with magic or wildcards
+    are left to git (they never count here)."""
+    plain = [p for p in pathspec if p and not p.startswith(":") and not any(c in p for c in "*?[")]
+    if not plain:
+        return False
+    out = ctx.out(["--literal-pathspecs", "ls-files", "-z", "--", *plain], at_prefix=True)
+    tracked = {os.fsdecode(p) for p in git.zsplit(out)}
+    for p in plain:
+        q = posixpath.normpath(p)
+        if q == ".":
+            if tracked:
+                return True
+        elif q not in tracked and any(t.startswith(q + "/") for t in tracked):
+            return True
+    return False
+
+
 def _mv(ctx: Context, args: list[str]) -> BlastRadius:
-    o = parse_options("mv", args)
-    if o.unknown:
-        return everything(ctx.toplevel)
+    o = command_options(ctx, "mv", args)
     if not o.has("force") or o.has("dry-run") or ctx.toplevel is None:
         return BlastRadius(worktree=ctx.toplevel, losses=[])
     operands = [*o.positionals, *(o.after_dashdash or [])]

@@ -1,0 +1,369 @@
+"""Ways other writers' work used to be lost through the guarded git, each reproduced
+through ``guards run``, the shim and (where one exists) the safe-* alias: after the
+command, what it destroyed must be held by a rescue ref. And where git itself rejects a
+command, the guarded git must be git: same exit code, same output, no rescue."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.guarded import ALIASED, install_aliases, install_shim, run_via
+from tests.helpers import git, make_repo
+
+BOB = {"GUARDS_SESSION": "bob"}
+
+
+@pytest.fixture
+def shim(tmp_path: Path) -> Path:
+    return install_shim(tmp_path / "shim")
+
+
+def ways(args: list[str]) -> list[str]:
+    """guards run and the shim always; the alias when one exists for the subcommand."""
+    found = ["guards-run", "shim"]
+    if args and args[0] in ALIASED:
+        found.append("alias")
+    return found
+
+
+def rescue_refs(repo: Path) -> list[str]:
+    return git(repo, "for-each-ref", "--format=%(refname)", "refs/rescue").split()
+
+
+def rescued(repo: Path, path: str) -> list[bytes]:
+    """Every version of ``path`` the rescue refs hold (their commits' parents too)."""
+    found = []
+    for ref in rescue_refs(repo):
+        for rev in (ref, f"{ref}^2"):
+            res = subprocess.run(
+                ["git", "cat-file", "blob", f"{rev}:{path}"], cwd=repo, capture_output=True
+            )
+            if res.returncode == 0:
+                found.append(res.stdout)
+    return found
+
+
+def rescued_commits(repo: Path) -> set[str]:
+    return {git(repo, "rev-parse", ref).strip() for ref in rescue_refs(repo)}
+
+
+def held_by_rescue(repo: Path, commit: str) -> bool:
+    refs = rescue_refs(repo)
+    return any(
+        subprocess.run(["git", "merge-base", "--is-ancestor", commit, r], cwd=repo).returncode == 0
+        for r in refs
+    )
+
+
+def run_way(
+    way: str, args: list[str], cwd: Path, shim: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    if way == "alias":
+        install_aliases(cwd)
+    return run_via(way, args, cwd, shim_dir=shim, env={**BOB, **(env or {})})
+
+
+def same_as_plain(
+    repo: Path, args: list[str], way: str, shim: Path, tmp_path: Path, cwd: Path | None = None
+) -> None:
+    """The guarded command behaves exactly as plain git (run on a copy) and writes no
+    rescue ref."""
+    twin = tmp_path / "plain-twin"
+    shutil.copytree(repo, twin, symlinks=True)
+    rel = (cwd or repo).relative_to(repo)
+    plain = run_via("plain", args, twin / rel)
+    if way == "alias":
+        install_aliases(repo)
+    guarded = run_via(way, args, cwd or repo, shim_dir=shim, env=BOB)
+    assert guarded.returncode == plain.returncode, guarded.stderr
+    assert guarded.stdout == plain.stdout
+    assert guarded.stderr == plain.stderr
+    assert rescue_refs(repo) == []
+
+
+# ---------------------------------------------------------------------------
+# Global options guards did not know: the parser gave up and git ran unchecked
+
+
+GLOBAL_SPELLINGS = [
+    ["--no-literal-pathspecs", "reset", "--hard"],
+    ["--shallow-file", "nowhere", "reset", "--hard"],
+    ["--config-env", "user.name=HOME", "reset", "--hard"],
+    ["--exec-path=EXEC", "reset", "--hard"],
+]
+
+
+@pytest.mark.parametrize("args", GLOBAL_SPELLINGS, ids=lambda a: a[0])
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_every_global_option_of_git_reaches_the_guard(
+    repo: Path, shim: Path, args: list[str], way: str
+) -> None:
+    exec_path = git(repo, "--exec-path").strip()
+    args = [a.replace("EXEC", exec_path) for a in args]
+    (repo / "README").write_text("unknown writer's edit\n")
+    res = run_way(way, args, repo, shim)
+    assert res.returncode == 0, res.stderr
+    assert (repo / "README").read_text() == "hello\n"
+    assert b"unknown writer's edit\n" in rescued(repo, "README")
+
+
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_a_global_option_git_rejects_is_left_to_git(
+    repo: Path, shim: Path, tmp_path: Path, way: str
+) -> None:
+    (repo / "README").write_text("unknown writer's edit\n")
+    same_as_plain(repo, ["--no-pagr", "reset", "--hard"], way, shim, tmp_path)
+    assert (repo / "README").read_text() == "unknown writer's edit\n"
+
+
+# ---------------------------------------------------------------------------
+# --git-dir / --work-tree as options mean what GIT_DIR / GIT_WORK_TREE mean
+
+
+def _separate_git_dir(git_dir: Path, work: Path) -> None:
+    """A repository whose git dir and work tree are given explicitly (the dotfiles way)."""
+    work.mkdir(parents=True, exist_ok=True)
+    git(work, "init", "-q", "--bare", str(git_dir))
+    opts = [f"--git-dir={git_dir}", f"--work-tree={work}"]
+    (work / "conf.txt").write_text("committed\n")
+    git(work, *opts, "add", "conf.txt")
+    git(work, *opts, "commit", "-qm", "conf")
+    (work / "conf.txt").write_text("someone's edit\n")
+
+
+SPELLINGS = ["options", "options-relative", "environment"]
+
+
+def held_in(git_dir: Path, path: str) -> list[str]:
+    """What the rescue refs of the repository at ``git_dir`` hold of ``path``."""
+    refs = git(git_dir, "for-each-ref", "--format=%(objectname)", "refs/rescue").split()
+    return [git(git_dir, "show", f"{r}:{path}") for r in refs]
+
+
+def _spelled(spelling: str, git_dir: Path, work: Path, args: list[str]) -> tuple[list, dict]:
+    if spelling == "options":
+        return [f"--git-dir={git_dir}", "--work-tree", str(work), *args], {}
+    if spelling == "options-relative":
+        return ["--git-dir", os.path.relpath(git_dir, work), "--work-tree=.", *args], {}
+    return args, {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(work)}
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+@pytest.mark.parametrize("way", ["guards-run", "shim", "alias"])
+def test_a_work_tree_inside_another_repository_is_guarded_in_its_own(
+    tmp_path: Path, shim: Path, spelling: str, way: str
+) -> None:
+    outer = make_repo(tmp_path / "outer", {"outer.txt": "outer\n", ".gitignore": "inner/\n"})
+    (outer / "outer.txt").write_text("outer's own dirty work\n")
+    git_dir, work = tmp_path / "inner.git", outer / "inner"
+    _separate_git_dir(git_dir, work)
+    args, env = _spelled(spelling, git_dir, work, ["reset", "--hard"])
+    if way == "alias":
+        install_aliases(git_dir)
+        args[args.index("reset")] = ALIASED["reset"]
+        res = subprocess.run(["git", *args], cwd=work, env={**os.environ, **BOB, **env})
+    else:
+        res = run_way(way, args, work, shim, env=env)
+    assert res.returncode == 0
+    assert (work / "conf.txt").read_text() == "committed\n"
+    assert held_in(git_dir, "conf.txt") == ["someone's edit\n"]
+    assert rescue_refs(outer) == []  # nothing "rescued" in the wrong repository
+    assert (outer / "outer.txt").read_text() == "outer's own dirty work\n"
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_a_bare_repository_with_a_separate_work_tree_is_guarded(
+    tmp_path: Path, shim: Path, spelling: str, way: str
+) -> None:
+    home = tmp_path / "home"
+    git_dir = home / ".dotfiles"
+    _separate_git_dir(git_dir, home)
+    args, env = _spelled(spelling, git_dir, home, ["checkout", "--", "."])
+    res = run_way(way, args, home, shim, env=env)
+    assert res.returncode == 0, res.stderr
+    assert (home / "conf.txt").read_text() == "committed\n"
+    assert held_in(git_dir, "conf.txt") == ["someone's edit\n"]
+
+
+# ---------------------------------------------------------------------------
+# A command git rejects is git's own business: no rescue, no output, no ref
+
+
+REJECTED = [
+    ["checkout", "-B"],
+    ["stash", "push", "-m"],
+    ["worktree", "remove"],
+    ["worktree", "remove", "nowhere"],
+    ["reset", "--hadr"],
+    ["reset", "--hard", "-Z"],
+    ["restore", "--pathspec-from-file=missing"],
+    ["rm", "-f", "--pathspec-from-file=missing"],
+    ["checkout", "-b", "x", "-B", "y"],
+    ["checkout", "-b", "x", "main", "README"],
+    ["checkout", "--detach", "--", "README"],
+    ["checkout", "-f", "-m", "main"],
+    ["checkout", "main", "HEAD", "--", "README"],
+    ["switch", "-c", "x", "-C", "y"],
+    ["reset", "--patch", "--hard"],
+    ["reset", "--pathspec-file-nul"],
+    ["restore", "--staged", "--ours", "README"],
+    ["clean", "-fxX"],
+    ["rm", "-f", "src"],
+    ["stash", "push", "--pathspec-from-file=list", "--", "README"],
+]
+
+
+@pytest.mark.parametrize("args", REJECTED, ids=lambda a: " ".join(a))
+def test_a_command_git_rejects_gets_no_rescue_and_no_output(
+    repo: Path, shim: Path, tmp_path: Path, args: list[str]
+) -> None:
+    (repo / "README").write_text("unknown writer's edit\n")
+    (repo / "src" / "app.py").write_text("another edit\n")
+    (repo / "list").write_text("README\n")
+    for way in ways(args):
+        same_as_plain(repo, args, way, shim, tmp_path / f"via-{way}")
+    assert (repo / "README").read_text() == "unknown writer's edit\n"
+
+
+# ---------------------------------------------------------------------------
+# Index flags that hide changes from `git status`
+
+
+HIDDEN = [
+    ("--assume-unchanged", ["reset", "--hard"]),
+    ("--assume-unchanged", ["checkout", "--", "."]),
+    ("--assume-unchanged", ["restore", "."]),
+    ("--assume-unchanged", ["rm", "-f", "README"]),
+    ("--assume-unchanged", ["stash"]),
+    ("--assume-unchanged", ["-c", "alias.wipe=!git reset --hard", "wipe"]),
+    ("--skip-worktree", ["checkout", "--ignore-skip-worktree-bits", "--", "."]),
+    ("--skip-worktree", ["restore", "--ignore-skip-worktree-bits", "."]),
+    ("--skip-worktree", ["checkout", "other", "--", "README"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("flag", "args"), HIDDEN, ids=lambda v: " ".join(v) if isinstance(v, list) else v
+)
+def test_a_change_an_index_flag_hides_is_rescued(
+    repo: Path, shim: Path, tmp_path: Path, flag: str, args: list[str]
+) -> None:
+    git(repo, "branch", "other")
+    git(repo, "checkout", "-q", "other")
+    (repo / "README").write_text("README in other\n")
+    git(repo, "commit", "-qam", "other")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "update-index", flag, "README")
+    start = tmp_path / "start"
+    shutil.copytree(repo, start, symlinks=True)
+    for way in ways(args):
+        work = tmp_path / f"via-{way}"
+        shutil.copytree(start, work, symlinks=True)
+        (work / "README").write_text("someone's hidden edit\n")
+        (work / "src" / "app.py").write_text("a visible edit\n")  # something to stash
+        res = run_way(way, args, work, shim)
+        assert res.returncode == 0, (way, res.stderr)
+        assert not (work / "README").exists() or (work / "README").read_text() != (
+            "someone's hidden edit\n"
+        )
+        assert b"someone's hidden edit\n" in rescued(work, "README"), (way, res.stderr)
+
+
+# ---------------------------------------------------------------------------
+# Ignored files in the way of a switch (with a tracked file deleted), reset --keep,
+# reset --merge, cherry-pick and revert
+
+
+def _ignored_in_the_way(repo: Path) -> None:
+    (repo / ".gitignore").write_text("*.log\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-qm", "ignore logs")
+    git(repo, "checkout", "-q", "-b", "other")
+    (repo / "build.log").write_text("build.log as committed in other\n")
+    (repo / "README").write_text("README in other\n")
+    git(repo, "add", "-f", "build.log", "README")
+    git(repo, "commit", "-qm", "other tracks build.log")
+    git(repo, "checkout", "-q", "main")
+    (repo / "build.log").write_text("someone's ignored build log\n")
+    (repo / "README").unlink()  # a tracked file other changes, deleted from the work tree
+
+
+IN_THE_WAY = [
+    ["checkout", "other"],
+    ["switch", "other"],
+    ["reset", "--keep", "other"],
+    ["reset", "--merge", "other"],
+    ["cherry-pick", "other"],
+    ["merge", "--no-edit", "other"],
+]
+
+
+def fresh_repo(where: Path) -> Path:
+    """The ``repo`` fixture's repository, built anew (a copy's index has stale stat
+    data, which makes reset --keep and --merge refuse)."""
+    return make_repo(where, {"README": "hello\n", "src/app.py": "print('hi')\n"})
+
+
+@pytest.mark.parametrize("args", IN_THE_WAY, ids=lambda a: " ".join(a))
+def test_an_ignored_file_in_the_targets_way_is_rescued(
+    shim: Path, tmp_path: Path, args: list[str]
+) -> None:
+    for way in ways(args):
+        work = fresh_repo(tmp_path / f"via-{way}")
+        _ignored_in_the_way(work)
+        if args[0] in ("cherry-pick", "merge"):
+            git(work, "checkout", "-q", "--", "README")  # these refuse a missing file
+        res = run_way(way, args, work, shim)
+        assert res.returncode == 0, (way, res.stderr)
+        assert (work / "build.log").read_text() == "build.log as committed in other\n"
+        assert b"someone's ignored build log\n" in rescued(work, "build.log"), way
+
+
+def test_reverting_a_deletion_rescues_the_ignored_file_it_overwrites(
+    shim: Path, tmp_path: Path
+) -> None:
+    for way in ways(["revert"]):
+        work = fresh_repo(tmp_path / f"via-{way}")
+        (work / ".gitignore").write_text("*.log\n")
+        (work / "kept.log").write_text("kept.log as committed\n")
+        git(work, "add", "-f", ".gitignore", "kept.log")
+        git(work, "commit", "-qm", "track kept.log")
+        git(work, "rm", "-q", "kept.log")
+        git(work, "commit", "-qm", "drop kept.log")
+        (work / "kept.log").write_text("someone's ignored kept.log\n")
+        res = run_way(way, ["revert", "--no-edit", "HEAD"], work, shim)
+        assert res.returncode == 0, (way, res.stderr)
+        assert (work / "kept.log").read_text() == "kept.log as committed\n"
+        assert b"someone's ignored kept.log\n" in rescued(work, "kept.log"), way
+
+
+# ---------------------------------------------------------------------------
+# A directory where a tracked file was (and the reverse): deleted when the file returns
+
+
+SWAPPED = [["checkout", "--", "."], ["restore", "."], ["stash"]]
+
+
+@pytest.mark.parametrize("args", SWAPPED, ids=lambda a: " ".join(a))
+def test_work_standing_where_a_tracked_file_returns_is_rescued(
+    shim: Path, tmp_path: Path, args: list[str]
+) -> None:
+    for way in ways(args):
+        work = fresh_repo(tmp_path / f"via-{way}")
+        (work / "README").unlink()
+        (work / "README").mkdir()
+        (work / "README" / "notes.txt").write_text("someone's notes\n")
+        (work / "src" / "app.py").unlink()  # src/app.py comes back over a file named so
+        (work / "src").rmdir()
+        (work / "src").write_text("someone's file where src/ was\n")
+        res = run_way(way, args, work, shim)
+        assert res.returncode == 0, (way, res.stderr)
+        assert (work / "README").read_text() == "hello\n"
+        assert b"someone's notes\n" in rescued(work, "README/notes.txt"), way
+        assert b"someone's file where src/ was\n" in rescued(work, "src"), way
