@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from guards import output
 from guards.errors import OVERRIDE_HINT, RefusedError
 from guards.git.dirty import read_dirty
-from guards.predict.blast import BlastRadius
+from guards.predict.blast import BlastRadius, LossKind
 from guards.predict.cmdline import GitCommand
 from guards.state.attribution import Ownership, classify
 from guards.state.workspace import Workspace
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from typing import Final
 
     from guards.protect.rescue import RescueResult
+    from guards.protect.snapshot import Change
 
 
 class Policy:
@@ -74,7 +75,50 @@ def classify_radius(ws: Workspace, radius: BlastRadius) -> list[AtRisk]:
     for path in paths:
         owner = classify(records.get(path), top / path, ws.caller, fmt)
         at_risk.append(AtRisk(path, owner.session, owner.ownership))
+    mine = [a.path for a in at_risk if a.ownership is Ownership.MINE]
+    if not radius.everything:
+        staged = {loss.path for loss in radius.losses if LossKind.STAGED in loss.kinds}
+        mine = [p for p in mine if p in staged]
+    unproven = staged_not_proven(ws, mine, records)
+    if unproven:
+        at_risk = [
+            AtRisk(a.path, None, Ownership.UNKNOWN) if a.path in unproven else a for a in at_risk
+        ]
     return at_risk
+
+
+def staged_not_proven(ws: Workspace, paths: list[str], records: dict[str, Any]) -> set[str]:
+    """The caller's paths whose staged version is work of its own that the caller's
+    attribution does not cover: it differs from HEAD, from the file on disk and from the
+    content the caller recorded. Whoever staged it, that is not proven to be the caller.
+    """
+    if not paths:
+        return set()
+    from guards.protect.snapshot import (
+        filtered_oids,
+        head_tree_or_empty,
+        is_regular_file,
+        parse_raw_diff,
+    )
+
+    base = head_tree_or_empty(ws.repo)
+    changes: dict[str, Change] = {}
+    for start in range(0, len(paths), 500):
+        args = ["--literal-pathspecs", "diff-index", "--cached", "-z", "--no-renames", base]
+        res = ws.repo.run([*args, "--", *paths[start : start + 500]])
+        changes.update(parse_raw_diff(res.stdout))
+    staged: dict[str, str] = {}
+    for path, change in changes.items():
+        if change.new is None or change.status == "U":
+            continue  # nothing staged beyond HEAD (conflict stages come from commits)
+        record = records.get(path)
+        fp = record.get("fingerprint") if isinstance(record, dict) else None
+        if not isinstance(fp, dict) or change.new.oid != fp.get("blob"):
+            staged[path] = change.new.oid
+    # A staged version equal to the file on disk (git's filters applied) is that file's.
+    files = [p for p in staged if is_regular_file(ws.repo.worktree / p)]
+    on_disk = filtered_oids(ws.repo, files) if files else {}
+    return {p for p, oid in staged.items() if on_disk.get(p) != oid}
 
 
 def summary(foreign: list[AtRisk], commits: list[tuple[str, str]]) -> str:

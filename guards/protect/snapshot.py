@@ -114,6 +114,20 @@ def _locate(repo: Repo) -> tuple[Path, str | None, str]:
     return real_index_path(repo), None, empty_tree(repo.object_format)
 
 
+def head_tree_or_empty(repo: Repo) -> str:
+    """HEAD's tree, or the empty tree on an unborn branch."""
+    res = repo.run(["rev-parse", "-q", "--verify", "HEAD^{tree}"], check=False)
+    return res.stdout.decode().strip() if res.returncode == 0 else empty_tree(repo.object_format)
+
+
+def is_regular_file(path: str | os.PathLike[str]) -> bool:
+    """A regular file, not following symlinks (a FIFO, socket or device is never opened)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def expand_paths(top: Path, paths: Iterable[str]) -> tuple[list[str], list[str]]:
     """Normalize the listed paths; a plain directory stands for every file under it.
 
