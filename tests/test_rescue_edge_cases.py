@@ -7,13 +7,19 @@ an alias) and checks that nothing was lost."""
 
 from __future__ import annotations
 
+import os
+import socket
+import stat
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from guards.protect.rescue import AtRiskPath, rescue_paths
+from guards.state.workspace import Workspace
 from tests.guarded import install_aliases, install_shim, run_via
-from tests.helpers import git, run_guards
+from tests.helpers import git, observe, run_guards
 
 ALICE = {"GUARDS_SESSION": "alice"}
 BOB = {"GUARDS_SESSION": "bob"}
@@ -33,12 +39,30 @@ def git_bytes(cwd: Path, *args: str) -> bytes:
 
 
 def guarded(
-    way: str, args: list[str], repo: Path, tmp_path: Path, env: dict[str, str]
+    way: str,
+    args: list[str],
+    repo: Path,
+    tmp_path: Path,
+    env: dict[str, str],
+    timeout: float | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     if way == "alias":
         install_aliases(repo)
     shim = install_shim(tmp_path / "shim") if way == "shim" else None
-    return run_via(way, args, repo, shim_dir=shim, env=env)
+    return run_via(way, args, repo, shim_dir=shim, env=env, timeout=timeout)
+
+
+def observe_without(repo: Path, special: str) -> dict[str, Any]:
+    """:func:`observe` for a tree holding a special file (observe would open it)."""
+    path = repo / special
+    tmp = repo.parent / f"{path.name}.aside"
+    os.rename(path, tmp)
+    try:
+        seen = observe(repo)
+    finally:
+        os.rename(tmp, path)
+    seen["special"] = os.lstat(path).st_mtime_ns
+    return seen
 
 
 # -- 1. a staged version has an owner of its own -----------------------------------------
@@ -79,3 +103,78 @@ def test_a_staged_version_equal_to_the_callers_own_file_is_still_the_callers(
     assert res.returncode == 0, res.stderr
     assert rescue_refs(repo) == []
     assert b"guards:" not in res.stderr
+
+
+# -- 4. special files are never opened ----------------------------------------------------
+
+
+def _fifo(path: Path) -> None:
+    path.unlink(missing_ok=True)
+    os.mkfifo(path)
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_fifo_in_place_of_a_tracked_file_is_left_out_and_git_runs(
+    repo: Path, tmp_path: Path, way: str
+) -> None:
+    _fifo(repo / "README")
+    (repo / "src" / "app.py").write_text("someone's edit\n")
+    res = guarded(way, ["reset", "--hard"], repo, tmp_path, BOB, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert (repo / "README").read_text() == "hello\n"  # git replaced the FIFO
+    refs = rescue_refs(repo)
+    assert len(refs) == 1
+    assert git(repo, "show", f"{refs[0]}:src/app.py") == "someone's edit\n"
+    notes = [line for line in res.stderr.decode().splitlines() if "FIFO" in line]
+    assert len(notes) == 1 and "README" in notes[0], res.stderr
+
+
+def test_a_fifo_alone_makes_no_rescue(repo: Path) -> None:
+    _fifo(repo / "README")
+    res = run_via("guards-run", ["reset", "--hard"], repo, env=BOB, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert rescue_refs(repo) == []
+    assert (repo / "README").read_text() == "hello\n"
+
+
+def test_a_fifo_with_a_staged_version_keeps_the_staged_version(repo: Path) -> None:
+    (repo / "README").write_text("staged by someone\n")
+    git(repo, "add", "README")
+    staged = git(repo, "rev-parse", ":README").strip()
+    _fifo(repo / "README")
+    res = run_via("guards-run", ["reset", "--hard"], repo, env=BOB, timeout=60)
+    assert res.returncode == 0, res.stderr
+    refs = rescue_refs(repo)
+    assert len(refs) == 1, res.stderr
+    assert git(repo, "rev-parse", f"{refs[0]}^2:README").strip() == staged
+    assert (repo / "README").read_text() == "hello\n"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket"])
+def test_snapshots_never_open_special_files(repo: Path, kind: str) -> None:
+    (repo / "src" / "app.py").write_text("edited\n")
+    special = repo / "src" / "special"
+    if kind == "fifo":
+        os.mkfifo(special)
+    else:
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(special))
+    before = observe_without(repo, "src/special")
+    ws = Workspace.open(repo)
+    results = rescue_paths(ws, [AtRiskPath("src", None)], command="clean -fd")
+    assert observe_without(repo, "src/special") == before
+    assert len(results) == 1
+    assert git(repo, "show", f"{results[0].ref}:src/app.py") == "edited\n"
+    listed = git(repo, "ls-tree", "-r", "--name-only", results[0].ref, "--", "src")
+    assert "src/special" not in listed
+
+
+def test_restore_never_opens_a_special_file(repo: Path) -> None:
+    (repo / "README").write_text("rescued once\n")
+    ws = Workspace.open(repo)
+    (result,) = rescue_paths(ws, [AtRiskPath("README", None)], command="reset --hard")
+    _fifo(repo / "README")
+    res = run_guards("rescue", "restore", result.ref, cwd=repo, timeout=60)
+    assert res.returncode == 1, res.stderr  # a conflict: left alone, said so
+    assert "README" in res.stdout
+    assert stat.S_ISFIFO(os.lstat(repo / "README").st_mode)

@@ -7,6 +7,7 @@ The caller's own work (``mine``) is destroyed as asked. Nothing at risk: nothing
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -121,6 +122,31 @@ def staged_not_proven(ws: Workspace, paths: list[str], records: dict[str, Any]) 
     return {p for p, oid in staged.items() if on_disk.get(p) != oid}
 
 
+def without_special_files(
+    ws: Workspace, at_risk: list[AtRisk]
+) -> tuple[list[AtRisk], list[tuple[str, str]]]:
+    """FIFOs, sockets and devices hold no content to keep (and opening one can block
+    forever): they leave the list unless the index holds a staged version of the path.
+    Returns the rest, and (path, kind) for each one left out."""
+    from guards.protect.snapshot import head_tree_or_empty, parse_raw_diff, special_kind
+
+    top = os.fspath(ws.repo.worktree) + os.sep
+    kinds = {a.path: kind for a in at_risk if (kind := special_kind(top + a.path)) is not None}
+    if not kinds:
+        return at_risk, []
+    args = ["--literal-pathspecs", "diff-index", "--cached", "-z", "--no-renames"]
+    res = ws.repo.run([*args, head_tree_or_empty(ws.repo), "--", *kinds])
+    staged = parse_raw_diff(res.stdout)
+    hollow = [(p, kind) for p, kind in kinds.items() if p not in staged]
+    gone = {p for p, _ in hollow}
+    return [a for a in at_risk if a.path not in gone], hollow
+
+
+def special_files_note(hollow: list[tuple[str, str]]) -> str:
+    shown = output.listing([f"{output.show_path(p)} (a {kind})" for p, kind in hollow], SHOWN)
+    return f"left out of the rescue, no content to keep: {shown}"
+
+
 def summary(foreign: list[AtRisk], commits: list[tuple[str, str]]) -> str:
     """``3 paths of other writers (alice: 2, owner unknown: 1)`` and commits."""
     parts = []
@@ -143,6 +169,9 @@ def protect(cmd: GitCommand, radius: BlastRadius, *, report: bool = True) -> lis
     """
     ws = Workspace.open(cwd=radius.worktree or cmd.cwd)
     at_risk = [a for a in classify_radius(ws, radius) if a.ownership is not Ownership.MINE]
+    at_risk, hollow = without_special_files(ws, at_risk)
+    if hollow and report and not ws.config.quiet:
+        output.warn(special_files_note(hollow))
     commits = list(radius.commits)
     if not at_risk and not commits:
         return []

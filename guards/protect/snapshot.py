@@ -128,6 +128,32 @@ def is_regular_file(path: str | os.PathLike[str]) -> bool:
         return False
 
 
+#: What :func:`disk_states` says for a directory (a nested repository) ...
+DIRECTORY = "directory"
+#: ... and for a FIFO, socket or device: no content to keep, never opened.
+SPECIAL = "special"
+
+
+def special_kind(path: str | os.PathLike[str]) -> str | None:
+    """ "FIFO", "socket" or "device" when ``path`` is one (opening it could block
+    forever, and it holds no content to keep); None otherwise."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    return _special_kind(mode)
+
+
+def _special_kind(mode: int) -> str | None:
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    return None
+
+
 def expand_paths(top: Path, paths: Iterable[str]) -> tuple[list[str], list[str]]:
     """Normalize the listed paths; a plain directory stands for every file under it.
 
@@ -197,6 +223,8 @@ class Capture:
     #: unmerged listed paths -> [(stage, entry)]
     stages: dict[str, list[tuple[int, Entry]]] = field(default_factory=dict)
     skip_worktree: set[str] = field(default_factory=set)
+    #: listed FIFOs, sockets and devices: never opened nor hashed (their index entry stays)
+    special: list[str] = field(default_factory=list)
     #: paths whose staged blob was already missing from the object store (HEAD's taken)
     missing_staged: list[str] = field(default_factory=list)
     _unchanged_states: dict[str, State] = field(default_factory=dict)
@@ -271,6 +299,12 @@ class Capture:
             reverts.append(index_info_line(p, c.old, self.fmt))
         if reverts:
             self._private(base, ["update-index", "-z", "--index-info"], b"".join(reverts))
+        # FIFOs, sockets and devices are never opened (git refuses them anyway): their
+        # index entry stays as it is.
+        top = os.fspath(repo.worktree) + os.sep
+        self.special = [p for p in self.paths if special_kind(top + p) is not None]
+        special = set(self.special)
+        hashed = [p for p in self.paths if p not in special]
         self._private(
             base,
             [
@@ -282,7 +316,7 @@ class Capture:
                 "-z",
                 "--stdin",
             ],
-            git.nul_join(self.paths),
+            git.nul_join(hashed),
         )
         if on_hashed is not None:
             on_hashed()
@@ -509,7 +543,8 @@ def read_tree_changes(repo: Repo, base_tree: str, tree: str) -> dict[str, Change
 def disk_states(repo: Repo, paths: list[str], filemode: bool) -> dict[str, State | str]:
     """What each path holds on disk now, as git would hash it.
 
-    A directory comes back as the string ``"directory"`` (a nested repository).
+    A directory comes back as :data:`DIRECTORY` (a nested repository), a FIFO, socket or
+    device as :data:`SPECIAL` (never opened).
     """
     base = os.fspath(repo.worktree) + os.sep
     fmt = repo.object_format
@@ -524,7 +559,9 @@ def disk_states(repo: Repo, paths: list[str], filemode: bool) -> dict[str, State
         if stat.S_ISLNK(st.st_mode):
             out[p] = Entry(SYMLINK, blob_oid(os.fsencode(os.readlink(absolute)), fmt))
         elif stat.S_ISDIR(st.st_mode):
-            out[p] = "directory"
+            out[p] = DIRECTORY
+        elif not stat.S_ISREG(st.st_mode):
+            out[p] = SPECIAL
         else:
             mode = "100755" if filemode and st.st_mode & 0o100 else "100644"
             out[p] = Entry(mode, file_blob_oid(absolute, st.st_size, fmt))

@@ -8,6 +8,8 @@ from guards.git.objects import GITLINK
 from guards.output import listing, show_path
 from guards.protect.rescue.naming import SHOWN
 from guards.protect.snapshot import (
+    DIRECTORY,
+    SPECIAL,
     Capture,
     SnapshotError,
     State,
@@ -40,7 +42,12 @@ def _verify_capture(
     for p in cap.paths:
         want = cap.worktree_state(p)
         got = on_disk[p]
-        if got == "directory":
+        if got == SPECIAL or p in cap.special:
+            # A FIFO, socket or device: never read, its index entry stays.
+            if got != SPECIAL or p not in cap.special:
+                mismatched.append(p)
+            continue
+        if got == DIRECTORY:
             if want is None or want.mode != GITLINK or want.oid != _nested_head(ws, p):
                 mismatched.append(p)
             continue
