@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from guards.protect.rescue import AtRiskPath, rescue_paths
+from guards.protect.rescue import AtRiskPath, create_refs, rescue_paths
 from guards.state.workspace import Workspace
 from tests.guarded import install_aliases, install_shim, run_via
 from tests.helpers import git, observe, run_guards
@@ -178,3 +178,47 @@ def test_restore_never_opens_a_special_file(repo: Path) -> None:
     assert res.returncode == 1, res.stderr  # a conflict: left alone, said so
     assert "README" in res.stdout
     assert stat.S_ISFIFO(os.lstat(repo / "README").st_mode)
+
+
+# -- 5. a stray ref in the rescue namespace ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("stray", "session", "prefix"),
+    [
+        ("refs/rescue/unknown", None, "refs/rescue/unknown-2/"),
+        ("refs/rescue/alice", "alice", "refs/rescue/alice-2/"),
+        ("refs/rescue", None, "refs/rescue-2/unknown/"),
+    ],
+)
+@pytest.mark.parametrize("way", WAYS)
+def test_a_stray_ref_in_the_rescue_namespace_is_stepped_around(
+    repo: Path, tmp_path: Path, way: str, stray: str, session: str | None, prefix: str
+) -> None:
+    head = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "update-ref", stray, head)
+    (repo / "README").write_text("someone's work\n")
+    if session:
+        assert (
+            run_guards("record", "README", cwd=repo, env={"GUARDS_SESSION": session}).returncode
+            == 0
+        )
+    res = guarded(way, ["reset", "--hard"], repo, tmp_path, BOB)
+    assert res.returncode == 0, res.stderr
+    assert git(repo, "rev-parse", stray).strip() == head  # never touched
+    refs = git(repo, "for-each-ref", "--format=%(refname)").split()
+    rescues = [r for r in refs if r.startswith(prefix)]
+    assert len(rescues) == 1, refs
+    assert git(repo, "show", f"{rescues[0]}:README") == "someone's work\n"
+    assert rescues[0] in res.stderr.decode()
+    listed = run_guards("rescue", "list", "--json", cwd=repo)
+    assert rescues[0] in listed.stdout
+
+
+def test_a_stray_ref_below_the_wanted_name_gets_a_suffix(repo: Path) -> None:
+    ws = Workspace.open(repo)
+    head = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "update-ref", "refs/rescue/unknown/x/y", head)
+    names = create_refs(ws, [("refs/rescue/unknown/x", head)], "test")
+    assert names == ["refs/rescue/unknown/x-2"]
+    assert git(repo, "rev-parse", "refs/rescue/unknown/x/y").strip() == head

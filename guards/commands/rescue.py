@@ -19,6 +19,7 @@ from guards.protect.rescue import (
     NO_HOOKS,
     UNKNOWN,
     namespace,
+    namespace_patterns,
     parse_trailers,
     ref_values,
     rescue_log_entries,
@@ -140,7 +141,7 @@ def read_rescues(ws: Workspace, pattern: str | None = None) -> list[Rescue]:
             "for-each-ref",
             "--sort=-creatordate",
             "--format=%(refname)%00%(objectname)%00%(creatordate:unix)%00%(contents)%00",
-            pattern or namespace(ws),
+            *([pattern] if pattern else namespace_patterns(ws)),
         ]
     )
     fields = res.stdout.split(b"\0")

@@ -71,6 +71,13 @@ def namespace(ws: Workspace) -> str:
     return str(ws.config.get("rescue.namespace"))
 
 
+def namespace_patterns(ws: Workspace) -> list[str]:
+    """``for-each-ref`` patterns for every rescue ref: the namespace, and the stand-ins
+    ``<namespace>-2``, ``-3``, ... used when a stray ref is named like the namespace."""
+    ns = namespace(ws)
+    return [ns, f"{ns}-[0-9]*/**"]
+
+
 def wip_ref(ws: Workspace, owner: str) -> str:
     """The session's own checkpoint ref: ``refs/wip/<owner>`` beside ``refs/rescue``."""
     parent = namespace(ws).rsplit("/", 1)[0]
