@@ -7,6 +7,7 @@ an alias) and checks that nothing was lost."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import stat
@@ -19,7 +20,7 @@ import pytest
 from guards.protect.rescue import AtRiskPath, create_refs, rescue_paths
 from guards.state.workspace import Workspace
 from tests.guarded import install_aliases, install_shim, run_via
-from tests.helpers import git, observe, run_guards
+from tests.helpers import LEDGER, git, observe, run_guards
 
 ALICE = {"GUARDS_SESSION": "alice"}
 BOB = {"GUARDS_SESSION": "bob"}
@@ -222,3 +223,46 @@ def test_a_stray_ref_below_the_wanted_name_gets_a_suffix(repo: Path) -> None:
     names = create_refs(ws, [("refs/rescue/unknown/x", head)], "test")
     assert names == ["refs/rescue/unknown/x-2"]
     assert git(repo, "rev-parse", "refs/rescue/unknown/x/y").strip() == head
+
+
+# -- 6. quiet means quiet ----------------------------------------------------------------------
+
+
+QUIET = [
+    ["reset", "-q", "--hard"],
+    ["reset", "--hard", "--quiet"],
+    ["stash", "-q"],
+    ["stash", "push", "--quiet", "-u"],
+    ["checkout", "-q", "--", "."],
+    ["restore", "--quiet", "."],
+    ["clean", "-qfd"],
+    ["switch", "-q", "-f", "other"],
+    ["-c", "alias.tidy=reset --hard -q", "tidy"],
+]
+
+
+@pytest.mark.parametrize("args", QUIET, ids=" ".join)
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_a_command_asked_to_be_quiet_rescues_silently(
+    repo: Path, tmp_path: Path, way: str, args: list[str]
+) -> None:
+    git(repo, "branch", "other")
+    (repo / "README").write_text("someone's work\n")
+    (repo / "new.txt").write_text("someone's new file\n")
+    res = guarded(way, args, repo, tmp_path, BOB)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == b""
+    refs = rescue_refs(repo)
+    assert refs
+    listed = run_guards("rescue", "list", "--json", cwd=repo)
+    assert refs[0] in listed.stdout
+    logged = json.loads((repo / LEDGER).read_text())["rescues"]
+    assert refs[0] in [entry["ref"] for entry in logged]
+
+
+@pytest.mark.parametrize("args", [["stash"], ["stash", "--no-quiet", "-q", "--no-quiet"]])
+def test_without_quiet_the_rescue_line_is_printed(repo: Path, args: list[str]) -> None:
+    (repo / "README").write_text("someone's work\n")
+    res = run_via("guards-run", args, repo, env=BOB)
+    assert res.returncode == 0, res.stderr
+    assert b"guards: rescued" in res.stderr

@@ -147,6 +147,33 @@ def special_files_note(hollow: list[tuple[str, str]]) -> str:
     return f"left out of the rescue, no content to keep: {shown}"
 
 
+def asked_quiet(cmd: GitCommand) -> bool:
+    """The command was given its own ``-q``/``--quiet`` (git's option tables): the rescue
+    line then stays off stderr, as git's own output does (the rescue is still listed
+    and logged)."""
+    from guards.predict.cmdline import stash_action
+    from guards.predict.options import SPECS, parse_options
+
+    sub, args = cmd.subcommand, cmd.args
+    if sub == "stash":
+        action, args = stash_action(args)
+        spec = "stash-push" if action in ("push", "save") else "stash-ref"
+    elif sub == "submodule":
+        words = [i for i, a in enumerate(args) if not a.startswith("-")]
+        if words and any(a in ("-q", "--quiet") for a in args[: words[0]]):
+            return True
+        spec = f"submodule-{args[words[0]]}" if words else ""
+        args = args[words[0] + 1 :] if words else []
+    elif sub in ("cherry-pick", "revert"):
+        spec = "sequencer"
+    else:
+        spec = sub or ""
+    if spec not in SPECS:
+        return False
+    found = parse_options(spec, args)
+    return found.has("quiet") and not found.has("no-quiet")
+
+
 def summary(foreign: list[AtRisk], commits: list[tuple[str, str]]) -> str:
     """``3 paths of other writers (alice: 2, owner unknown: 1)`` and commits."""
     parts = []
@@ -169,8 +196,9 @@ def protect(cmd: GitCommand, radius: BlastRadius, *, report: bool = True) -> lis
     """
     ws = Workspace.open(cwd=radius.worktree or cmd.cwd)
     at_risk = [a for a in classify_radius(ws, radius) if a.ownership is not Ownership.MINE]
+    report = report and not ws.config.quiet and not asked_quiet(cmd)
     at_risk, hollow = without_special_files(ws, at_risk)
-    if hollow and report and not ws.config.quiet:
+    if hollow and report:
         output.warn(special_files_note(hollow))
     commits = list(radius.commits)
     if not at_risk and not commits:
@@ -205,7 +233,7 @@ def _rescue(
         results += rescue_paths(ws, [AtRiskPath(a.path, a.owner) for a in at_risk], command=label)
     if commits:
         results += rescue_commits(ws, [(oid, name, None) for oid, name in commits], command=label)
-    if report and not ws.config.quiet:
+    if report:
         for result in results:
             output.stderr_line(report_line(result))
     return results
