@@ -266,3 +266,67 @@ def test_without_quiet_the_rescue_line_is_printed(repo: Path, args: list[str]) -
     res = run_via("guards-run", args, repo, env=BOB)
     assert res.returncode == 0, res.stderr
     assert b"guards: rescued" in res.stderr
+
+
+# -- 7. trees git gets right, and so must the rescue ---------------------------------------
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_staged_file_where_head_has_a_directory_is_rescued(
+    repo: Path, tmp_path: Path, way: str
+) -> None:
+    git(repo, "rm", "-rq", "src")
+    (repo / "src").write_text("a file where HEAD has a directory\n")
+    git(repo, "add", "src")
+    before = observe(repo)
+    res = guarded(way, ["reset", "--hard"], repo, tmp_path, BOB)
+    assert res.returncode == 0, res.stderr
+    (ref,) = rescue_refs(repo)
+    assert git(repo, "show", f"{ref}:src") == "a file where HEAD has a directory\n"
+    assert git(repo, "show", f"{ref}^2:src") == "a file where HEAD has a directory\n"
+    assert before["head"] == observe(repo)["head"]
+    assert (repo / "src" / "app.py").read_text() == "print('hi')\n"
+
+
+def test_a_stale_cached_tree_after_git_replace_is_not_trusted(repo: Path) -> None:
+    # t7003: the index's cached tree names HEAD's tree while `git replace` showed it
+    # with another file; once the replacement is gone, the cached tree is stale.
+    tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
+    (repo / "new").write_text("A\n")
+    git(repo, "add", "new")
+    new_tree = git(repo, "write-tree").strip()
+    git(repo, "replace", tree, new_tree)
+    git(repo, "reset", "--hard", "HEAD")
+    git(repo, "replace", "-d", tree)
+    assert git(repo, "ls-files", "new").strip() == "new"
+    before = observe(repo)
+    res = run_via("guards-run", ["reset", "--hard"], repo, env=BOB)
+    assert res.returncode == 0, res.stderr
+    (ref,) = rescue_refs(repo)
+    assert git(repo, "show", f"{ref}:new") == "A\n"
+    assert git(repo, "show", f"{ref}^2:new") == "A\n"
+    assert before["head"] == observe(repo)["head"]
+
+
+@pytest.mark.parametrize("case", ["file-over-directory", "stale-cached-tree"])
+def test_those_rescues_touch_nothing(repo: Path, case: str) -> None:
+    if case == "file-over-directory":
+        git(repo, "rm", "-rq", "src")
+        (repo / "src").write_text("a file where HEAD has a directory\n")
+        git(repo, "add", "src")
+        paths = ["src"]
+    else:
+        tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
+        (repo / "new").write_text("A\n")
+        git(repo, "add", "new")
+        git(repo, "replace", tree, git(repo, "write-tree").strip())
+        git(repo, "reset", "--hard", "HEAD")
+        git(repo, "replace", "-d", tree)
+        paths = ["new"]
+    before = observe(repo)
+    (result,) = rescue_paths(
+        Workspace.open(repo), [AtRiskPath(p, None) for p in paths], command="reset --hard"
+    )
+    assert observe(repo) == before
+    for p in paths:
+        assert git(repo, "show", f"{result.ref}:{p}") == (repo / p).read_text()

@@ -231,6 +231,7 @@ class Capture:
     _tmp: Path | None = None
     _base: Path | None = None
     _counter: int = 0
+    _rewritten: bool = False
 
     @property
     def fmt(self) -> str:
@@ -320,13 +321,9 @@ class Capture:
         )
         if on_hashed is not None:
             on_hashed()
-        self.all_tree = self._write_tree(base)
-        res = _run(
-            repo, ["diff-tree", "-r", "-z", "--no-renames", self.head_tree,
-                   self.all_tree]
-        )  # fmt: skip
-        self.worktree_changes = parse_raw_diff(res.stdout)
-        stray = [p for p in self.worktree_changes if p not in listed and not displaced(p, listed)]
+        stray = self._write_all_tree()
+        if stray and self.rewrite_trees():
+            stray = self._write_all_tree()
         if stray:
             raise SnapshotError(
                 f"snapshot holds unlisted path {stray[0]!r} (the index changed meanwhile?); "
@@ -345,6 +342,39 @@ class Capture:
         ]
         if missing_but_kept:
             self.skip_worktree = self._skip_worktree(missing_but_kept)
+
+    def _write_all_tree(self) -> list[str]:
+        """Write :attr:`all_tree` and read its changes; returns unlisted paths it changes."""
+        assert self._base is not None
+        self.all_tree = self._write_tree(self._base)
+        res = _run(
+            self.repo, ["diff-tree", "-r", "-z", "--no-renames", self.head_tree, self.all_tree]
+        )
+        self.worktree_changes = parse_raw_diff(res.stdout)
+        listed = set(self.paths)
+        return [p for p in self.worktree_changes if p not in listed and not displaced(p, listed)]
+
+    def rewrite_trees(self) -> bool:
+        """Write the trees again from the private index's entries alone, without the
+        cached trees copied from the real index: a cached tree can be stale (after
+        ``git replace -d``, it may name a tree whose true content is not the index's),
+        and ``write-tree`` trusts it. Returns whether the capture changed."""
+        assert self._tmp is not None and self._base is not None
+        if self._rewritten:
+            return False
+        self._rewritten = True
+        res = _run(self.repo, [*_PRIVATE, "ls-files", "-s", "-z"], index=self._base)
+        fresh = self._tmp / "rewritten"
+        self._private(fresh, ["update-index", "-z", "--index-info"], res.stdout)
+        before = self.all_tree
+        self._base = fresh
+        stray = self._write_all_tree()
+        if stray:
+            raise SnapshotError(
+                f"snapshot holds unlisted path {stray[0]!r} (the index changed meanwhile?); "
+                f"retry the command"
+            )
+        return self.all_tree != before
 
     def _read_stages(self, paths: list[str]) -> dict[str, list[tuple[int, Entry]]]:
         res = _run(self.repo, ["ls-files", "-u", "-s", "-z"])

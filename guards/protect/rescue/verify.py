@@ -14,6 +14,7 @@ from guards.protect.snapshot import (
     SnapshotError,
     State,
     check_objects,
+    displaced,
     filtered_oids,
     read_tree_changes,
 )
@@ -36,6 +37,38 @@ def _verify_capture(
 
     ``checked`` blob ids were already re-read (``bad_checked`` of them failed).
     """
+    mismatched = _differ_from_disk(ws, cap, on_disk)
+    if mismatched and cap.rewrite_trees():
+        # A cached tree of the real index was stale: the trees written from the entries
+        # alone must now agree with the disk.
+        mismatched = _differ_from_disk(ws, cap, on_disk)
+    if mismatched:
+        raise SnapshotError(
+            f"rescue could not be verified: {_names(mismatched)} changed while being rescued "
+            f"(or git stored something else); retry"
+        )
+    _check_blobs(ws, cap, checked, bad_checked)
+
+
+def _check_blobs(ws: Workspace, cap: Capture, checked: set[str], bad_checked: set[str]) -> None:
+    blobs: set[str] = set()
+    for p in cap.paths:
+        states: list[State] = [cap.worktree_state(p)]
+        if p in cap.index_changes:  # a staged version (HEAD's own blobs are not at risk)
+            states.append(cap.index_state(p))
+        states += [e for _, e in cap.stages.get(p, [])]
+        blobs.update(s.oid for s in states if s is not None and s.mode != GITLINK)
+    bad = sorted(blobs & bad_checked)
+    bad += check_objects(ws.repo, blobs - checked)
+    if bad:
+        raise SnapshotError(
+            f"rescue could not be verified: object {bad[0]} is missing or corrupt "
+            f"({len(bad)} bad objects; run git fsck)"
+        )
+
+
+def _differ_from_disk(ws: Workspace, cap: Capture, on_disk: dict[str, State | str]) -> list[str]:
+    """The listed paths whose state in the snapshot is not what the disk holds."""
     filemode: bool | None = None  # read only when an exec bit disagrees
     mismatched: list[str] = []
     refilter: list[str] = []
@@ -72,25 +105,7 @@ def _verify_capture(
             want = cap.worktree_state(p)
             if want is None or hashed.get(p) != want.oid:
                 mismatched.append(p)
-    if mismatched:
-        raise SnapshotError(
-            f"rescue could not be verified: {_names(mismatched)} changed while being rescued "
-            f"(or git stored something else); retry"
-        )
-    blobs: set[str] = set()
-    for p in cap.paths:
-        states: list[State] = [cap.worktree_state(p)]
-        if p in cap.index_changes:  # a staged version (HEAD's own blobs are not at risk)
-            states.append(cap.index_state(p))
-        states += [e for _, e in cap.stages.get(p, [])]
-        blobs.update(s.oid for s in states if s is not None and s.mode != GITLINK)
-    bad = sorted(blobs & bad_checked)
-    bad += check_objects(ws.repo, blobs - checked)
-    if bad:
-        raise SnapshotError(
-            f"rescue could not be verified: object {bad[0]} is missing or corrupt "
-            f"({len(bad)} bad objects; run git fsck)"
-        )
+    return mismatched
 
 
 def _nested_head(ws: Workspace, path: str) -> str | None:
@@ -102,7 +117,8 @@ def _verify_tree(cap: Capture, tree: str, paths: list[str], kind: str) -> None:
     """Read the tree back: exactly the wanted paths differ from HEAD, as captured."""
     changes = read_tree_changes(cap.repo, cap.head_tree, tree)
     wanted = set(paths)
-    bad = [p for p in changes if p not in wanted]
+    # A path that gave way to a wanted one (a directory replaced by a file) changes too.
+    bad = [p for p in changes if p not in wanted and not displaced(p, wanted)]
     for p in paths:
         expect = cap.index_state(p) if kind == "index" else cap.worktree_state(p)
         got = changes[p].new if p in changes else cap.head_state(p)
