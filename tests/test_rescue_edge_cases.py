@@ -330,3 +330,75 @@ def test_those_rescues_touch_nothing(repo: Path, case: str) -> None:
     assert observe(repo) == before
     for p in paths:
         assert git(repo, "show", f"{result.ref}:{p}") == (repo / p).read_text()
+
+
+# -- 2. rescues hold the raw bytes ----------------------------------------------------------
+
+
+def _filtered_repo(repo: Path) -> None:
+    """Files whose bytes git's clean filters and eol conversion would change."""
+    git(repo, "config", "filter.drop.clean", "grep -v SECRET")
+    git(repo, "config", "filter.drop.smudge", "cat")
+    (repo / ".gitattributes").write_text(
+        "*.txt filter=drop\n*.crlf text eol=crlf\n*.lf text eol=lf\n"
+    )
+    for name in ("notes.txt", "win.crlf", "unix.lf"):
+        (repo / name).write_bytes(b"a\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "filtered files")
+
+
+RAW = {
+    "notes.txt": b"a\nSECRET line the clean filter drops\nb\n",
+    "win.crlf": b"one\r\ntwo\nthree\r\n",
+    "unix.lf": b"x\r\ny\r\n",
+    "autocrlf.md": b"m\r\nn\r\n",
+}
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_rescue_holds_the_raw_bytes_and_restores_them_byte_for_byte(
+    repo: Path, tmp_path: Path, way: str
+) -> None:
+    _filtered_repo(repo)
+    git(repo, "config", "core.autocrlf", "true")
+    for name, data in RAW.items():
+        (repo / name).write_bytes(data)
+    res = guarded(way, ["reset", "--hard"], repo, tmp_path, BOB)
+    assert res.returncode == 0, res.stderr
+    (ref,) = rescue_refs(repo)
+    tracked = [n for n in RAW if n != "autocrlf.md"]
+    for name in tracked:
+        assert blob(repo, ref, name) == RAW[name], name
+        assert (repo / name).read_bytes() != RAW[name]
+    restored = run_guards("rescue", "restore", ref, cwd=repo)
+    assert restored.returncode == 0, restored.stdout + restored.stderr
+    for name in tracked:
+        assert (repo / name).read_bytes() == RAW[name], name
+
+
+def test_a_rescue_of_an_untracked_file_under_autocrlf_holds_its_raw_bytes(repo: Path) -> None:
+    git(repo, "config", "core.autocrlf", "true")
+    (repo / "notes.md").write_bytes(RAW["autocrlf.md"])
+    before = observe(repo)
+    (result,) = rescue_paths(
+        Workspace.open(repo), [AtRiskPath("notes.md", None)], command="clean -f"
+    )
+    assert observe(repo) == before
+    assert blob(repo, result.ref, "notes.md") == RAW["autocrlf.md"]
+    (repo / "notes.md").unlink()
+    restored = run_guards("rescue", "restore", result.ref, cwd=repo)
+    assert restored.returncode == 0, restored.stdout + restored.stderr
+    assert (repo / "notes.md").read_bytes() == RAW["autocrlf.md"]
+
+
+def test_the_staged_version_stays_as_git_stored_it(repo: Path) -> None:
+    _filtered_repo(repo)
+    (repo / "notes.txt").write_bytes(RAW["notes.txt"])
+    git(repo, "add", "notes.txt")
+    staged = git(repo, "rev-parse", ":notes.txt").strip()
+    (result,) = rescue_paths(
+        Workspace.open(repo), [AtRiskPath("notes.txt", None)], command="reset --hard"
+    )
+    assert git(repo, "rev-parse", f"{result.ref}^2:notes.txt").strip() == staged
+    assert blob(repo, result.ref, "notes.txt") == RAW["notes.txt"]

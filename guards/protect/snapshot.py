@@ -376,6 +376,26 @@ class Capture:
             )
         return self.all_tree != before
 
+    def store_raw(self, paths: list[str]) -> dict[str, str]:
+        """Store the raw bytes of these regular files (git stored them through its clean
+        filters or eol conversion, which may drop bytes) in place of the filtered blobs;
+        returns the raw blobs' ids as git wrote them, for the caller to verify."""
+        assert self._base is not None
+        oids = raw_blobs(self.repo, paths)
+        lines = []
+        for p in paths:
+            state = self.worktree_state(p)
+            assert state is not None
+            lines.append(index_info_line(p, Entry(state.mode, oids[p]), self.fmt))
+        self._private(self._base, ["update-index", "-z", "--index-info"], b"".join(lines))
+        stray = self._write_all_tree()
+        if stray:
+            raise SnapshotError(
+                f"snapshot holds unlisted path {stray[0]!r} (the index changed meanwhile?); "
+                f"retry the command"
+            )
+        return oids
+
     def _read_stages(self, paths: list[str]) -> dict[str, list[tuple[int, Entry]]]:
         res = _run(self.repo, ["ls-files", "-u", "-s", "-z"])
         wanted = set(paths)
@@ -599,8 +619,12 @@ def disk_states(repo: Repo, paths: list[str], filemode: bool) -> dict[str, State
 
 
 def filtered_oids(repo: Repo, paths: list[str]) -> dict[str, str]:
-    """Blob ids as ``git add`` would store them (clean filters, eol conversion)."""
+    """Blob ids as ``git add`` would store them (clean filters, eol conversion), for the
+    regular files among ``paths`` (git would follow a symlink, and opening a FIFO blocks).
+    """
     out: dict[str, str] = {}
+    top = os.fspath(repo.worktree) + os.sep
+    paths = [p for p in paths if is_regular_file(top + p)]
     plain = [p for p in paths if "\n" not in p]
     if plain:
         res = _run(
@@ -616,11 +640,37 @@ def filtered_oids(repo: Repo, paths: list[str]) -> dict[str, str]:
     return out
 
 
+def raw_blobs(repo: Repo, paths: list[str]) -> dict[str, str]:
+    """Write each file's bytes as they are on disk (no clean filter, no eol conversion)
+    as a blob; its id per path."""
+    out: dict[str, str] = {}
+    plain = [p for p in paths if "\n" not in p]
+    if plain:
+        res = _run(
+            repo,
+            ["hash-object", "-w", "--no-filters", "--stdin-paths"],
+            stdin=b"".join(os.fsencode(p) + b"\n" for p in plain),
+        )
+        out.update(zip(plain, res.stdout.decode().split(), strict=True))
+    for p in paths:
+        if "\n" in p:
+            res = _run(repo, ["hash-object", "-w", "--no-filters", "--", p])
+            out[p] = res.stdout.decode().strip()
+    return out
+
+
 def check_objects(repo: Repo, oids: Iterable[str]) -> list[str]:
     """Read every blob back and rehash it: the ids whose content is missing or corrupt."""
     wanted = sorted(set(oids))
+    found = read_objects(repo, wanted)
+    return [oid for oid in wanted if oid not in found]
+
+
+def read_objects(repo: Repo, oids: Iterable[str]) -> dict[str, bytes]:
+    """The content of each object that reads back whole (its content hashes to its id)."""
+    wanted = sorted(set(oids))
     if not wanted:
-        return []
+        return {}
     res = git.run(
         ["cat-file", "--batch", "--buffer"],
         cwd=repo.worktree,
@@ -628,26 +678,24 @@ def check_objects(repo: Repo, oids: Iterable[str]) -> list[str]:
         check=False,
     )
     if res.returncode != 0:
-        return wanted
-    bad: list[str] = []
+        return {}
+    out: dict[str, bytes] = {}
     data = res.stdout
     pos = 0
     for oid in wanted:
         eol = data.find(b"\n", pos)
         if eol < 0:
-            bad.append(oid)
             break
         header = data[pos:eol].split(b" ")
         pos = eol + 1
         if len(header) != 3:
-            bad.append(oid)
             continue
         size = int(header[2])
         content = data[pos : pos + size]
         pos += size + 1
-        if header[0].decode() != oid or object_oid(header[1], content, repo.object_format) != oid:
-            bad.append(oid)
-    return bad
+        if header[0].decode() == oid and object_oid(header[1], content, repo.object_format) == oid:
+            out[oid] = content
+    return out
 
 
 @contextlib.contextmanager

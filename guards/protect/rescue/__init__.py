@@ -37,6 +37,7 @@ from guards.protect.rescue.log import (
     restore_command,
 )
 from guards.protect.rescue.naming import (
+    RAW_BYTES,
     SHOWN,
     UNKNOWN,
     command_slug,
@@ -58,6 +59,7 @@ __all__ = [
     "LOG_LOCK_WAIT",
     "NO_HOOKS",
     "OVERRIDE",
+    "RAW_BYTES",
     "SHOWN",
     "UNKNOWN",
     "AtRiskPath",

@@ -11,6 +11,7 @@ from guards.protect.snapshot import (
     DIRECTORY,
     SPECIAL,
     Capture,
+    Entry,
     SnapshotError,
     State,
     check_objects,
@@ -37,17 +38,29 @@ def _verify_capture(
 
     ``checked`` blob ids were already re-read (``bad_checked`` of them failed).
     """
-    mismatched = _differ_from_disk(ws, cap, on_disk)
+    mismatched, filtered = _differ_from_disk(ws, cap, on_disk)
     if mismatched and cap.rewrite_trees():
         # A cached tree of the real index was stale: the trees written from the entries
         # alone must now agree with the disk.
-        mismatched = _differ_from_disk(ws, cap, on_disk)
+        mismatched, filtered = _differ_from_disk(ws, cap, on_disk)
+    if filtered and not mismatched:
+        # git stored these through a clean filter or eol conversion: a rescue keeps the
+        # bytes on disk, every one of them, and they must be the bytes read here.
+        raw = cap.store_raw(filtered)
+        mismatched = [p for p in filtered if _disk_oid(on_disk[p]) != raw[p]]
+        # Written only now (the early read-back found them missing): read them back below.
+        checked = checked - set(raw.values())
+        bad_checked = bad_checked - set(raw.values())
     if mismatched:
         raise SnapshotError(
             f"rescue could not be verified: {_names(mismatched)} changed while being rescued "
             f"(or git stored something else); retry"
         )
     _check_blobs(ws, cap, checked, bad_checked)
+
+
+def _disk_oid(state: State | str) -> str | None:
+    return state.oid if isinstance(state, Entry) else None
 
 
 def _check_blobs(ws: Workspace, cap: Capture, checked: set[str], bad_checked: set[str]) -> None:
@@ -67,8 +80,12 @@ def _check_blobs(ws: Workspace, cap: Capture, checked: set[str], bad_checked: se
         )
 
 
-def _differ_from_disk(ws: Workspace, cap: Capture, on_disk: dict[str, State | str]) -> list[str]:
-    """The listed paths whose state in the snapshot is not what the disk holds."""
+def _differ_from_disk(
+    ws: Workspace, cap: Capture, on_disk: dict[str, State | str]
+) -> tuple[list[str], list[str]]:
+    """The listed paths whose state in the snapshot is not what the disk holds, and the
+    files git stored filtered (clean filter, eol conversion): their bytes on disk differ,
+    but git's filters make them what the snapshot holds."""
     filemode: bool | None = None  # read only when an exec bit disagrees
     mismatched: list[str] = []
     refilter: list[str] = []
@@ -99,13 +116,16 @@ def _differ_from_disk(ws: Workspace, cap: Capture, on_disk: dict[str, State | st
             mismatched.append(p)
         elif got.oid != want.oid:
             refilter.append(p)
+    filtered: list[str] = []
     if refilter:
         hashed = filtered_oids(ws.repo, refilter)
         for p in refilter:
             want = cap.worktree_state(p)
             if want is None or hashed.get(p) != want.oid:
                 mismatched.append(p)
-    return mismatched
+            else:
+                filtered.append(p)
+    return mismatched, filtered
 
 
 def _nested_head(ws: Workspace, path: str) -> str | None:
