@@ -36,6 +36,7 @@ def run_via(
     shim_dir: Path | None = None,
     env: dict[str, str] | None = None,
     input: bytes | None = None,
+    timeout: float | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run `git <args>` the given way: plain, guards-run, alias or shim."""
     full_env = {**os.environ, **(env or {})}
@@ -53,5 +54,5 @@ def run_via(
     else:
         raise ValueError(way)
     return subprocess.run(
-        argv, cwd=cwd, env=full_env, input=input, capture_output=True, check=False
+        argv, cwd=cwd, env=full_env, input=input, capture_output=True, check=False, timeout=timeout
     )

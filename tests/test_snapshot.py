@@ -289,10 +289,10 @@ def test_core_filemode_false_keeps_the_index_mode_and_still_verifies(repo: Path)
     assert show(repo, f"{ref}:README") == b"edited\n"
 
 
-def test_eol_conversion_is_verified_against_what_git_stores(repo: Path) -> None:
+def test_eol_conversion_does_not_apply_the_rescue_holds_the_raw_bytes(repo: Path) -> None:
     (repo / ".gitattributes").write_text("*.txt text eol=lf\n")
     git(repo, "add", ".gitattributes")
     git(repo, "commit", "-qm", "attributes")
     (repo / "dos.txt").write_bytes(b"one\r\ntwo\r\n")
     ref = rescued_and_untouched(repo, ["dos.txt"])
-    assert show(repo, f"{ref}:dos.txt") == b"one\ntwo\n"
+    assert show(repo, f"{ref}:dos.txt") == b"one\r\ntwo\r\n"

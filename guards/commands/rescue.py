@@ -14,11 +14,14 @@ from typing import Any
 
 from guards import git, output
 from guards.config import parse_duration
-from guards.errors import ExitCode, UsageError
+from guards.errors import ExitCode, GuardsError, UsageError
+from guards.git.objects import EXECUTABLE, GITLINK, SYMLINK, TREE
 from guards.protect.rescue import (
     NO_HOOKS,
+    RAW_BYTES,
     UNKNOWN,
     namespace,
+    namespace_patterns,
     parse_trailers,
     ref_values,
     rescue_log_entries,
@@ -29,6 +32,7 @@ from guards.protect.snapshot import (
     disk_states,
     filtered_oids,
     index_info_line,
+    read_objects,
     tree_entries,
 )
 from guards.state.workspace import Workspace
@@ -140,7 +144,7 @@ def read_rescues(ws: Workspace, pattern: str | None = None) -> list[Rescue]:
             "for-each-ref",
             "--sort=-creatordate",
             "--format=%(refname)%00%(objectname)%00%(creatordate:unix)%00%(contents)%00",
-            pattern or namespace(ws),
+            *([pattern] if pattern else namespace_patterns(ws)),
         ]
     )
     fields = res.stdout.split(b"\0")
@@ -336,7 +340,10 @@ def _restore(args: argparse.Namespace) -> int:
                 index_updates.append(index_info_line(p, staged[p], ws.repo.object_format))
             else:
                 index_conflicts.append(p)
-    _checkout(ws, {p: rescued[p] for p in write})
+    if r.one("Bytes") == RAW_BYTES:
+        _write_raw(ws, {p: rescued[p] for p in write})
+    else:  # rescues of older guards hold what git's clean filters made of the files
+        _checkout(ws, {p: rescued[p] for p in write})
     for p in delete:
         os.unlink(ws.repo.worktree / p)
     if index_updates:
@@ -359,6 +366,43 @@ def _restore(args: argparse.Namespace) -> int:
     for p in index_conflicts:
         print(f"conflict: staged {output.show_path(p)} changed since the rescue; index left alone")
     return ExitCode.FINDINGS if conflicts or index_conflicts else ExitCode.OK
+
+
+def _write_raw(ws: Workspace, entries: dict[str, State]) -> None:
+    """Write rescued files byte for byte: no smudge filter, no eol conversion (the rescue
+    holds the bytes that were on disk). Each file is written aside and renamed into place.
+    """
+    blobs = {p: s for p, s in entries.items() if s is not None and s.mode not in (GITLINK, TREE)}
+    contents = read_objects(ws.repo, [s.oid for s in blobs.values()])
+    missing = [p for p, s in blobs.items() if s.oid not in contents]
+    if missing:
+        raise GuardsError(
+            f"cannot restore {output.show_path(missing[0])}: its rescued blob does not read "
+            f"back (run git fsck)"
+        )
+    top = ws.repo.worktree
+    for p, state in entries.items():
+        if state is None:
+            continue
+        target = top / p
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if state.mode == GITLINK:
+            target.mkdir(exist_ok=True)  # a submodule's directory, as git checks it out
+            continue
+        data = contents[state.oid]
+        aside = target.parent / f".{target.name}.guards-restore-{os.getpid()}"
+        if state.mode == SYMLINK:
+            os.symlink(os.fsdecode(data), aside)
+        else:
+            mode = 0o777 if state.mode == EXECUTABLE else 0o666  # the umask applies
+            fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+            except BaseException:
+                os.unlink(aside)
+                raise
+        os.replace(aside, target)
 
 
 def _checkout(ws: Workspace, entries: dict[str, State]) -> None:

@@ -7,14 +7,15 @@ The caller's own work (``mine``) is destroyed as asked. Nothing at risk: nothing
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from guards import output
 from guards.errors import OVERRIDE_HINT, RefusedError
 from guards.git.dirty import read_dirty
-from guards.predict.blast import BlastRadius
+from guards.predict.blast import BlastRadius, LossKind
 from guards.predict.cmdline import GitCommand
 from guards.state.attribution import Ownership, classify
 from guards.state.workspace import Workspace
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from typing import Final
 
     from guards.protect.rescue import RescueResult
+    from guards.protect.snapshot import Change
 
 
 class Policy:
@@ -75,7 +77,102 @@ def classify_radius(ws: Workspace, radius: BlastRadius) -> list[AtRisk]:
     for path in paths:
         owner = classify(records.get(path), top / path, ws.caller, fmt)
         at_risk.append(AtRisk(path, owner.session, owner.ownership))
+    mine = [a.path for a in at_risk if a.ownership is Ownership.MINE]
+    if not radius.everything:
+        staged = {loss.path for loss in radius.losses if LossKind.STAGED in loss.kinds}
+        mine = [p for p in mine if p in staged]
+    unproven = staged_not_proven(ws, mine, records)
+    if unproven:
+        at_risk = [
+            AtRisk(a.path, None, Ownership.UNKNOWN) if a.path in unproven else a for a in at_risk
+        ]
     return at_risk
+
+
+def staged_not_proven(ws: Workspace, paths: list[str], records: dict[str, Any]) -> set[str]:
+    """The caller's paths whose staged version is work of its own that the caller's
+    attribution does not cover: it differs from HEAD, from the file on disk and from the
+    content the caller recorded. Whoever staged it, that is not proven to be the caller.
+    """
+    if not paths:
+        return set()
+    from guards.protect.snapshot import (
+        filtered_oids,
+        head_tree_or_empty,
+        is_regular_file,
+        parse_raw_diff,
+    )
+
+    base = head_tree_or_empty(ws.repo)
+    changes: dict[str, Change] = {}
+    for start in range(0, len(paths), 500):
+        args = ["--literal-pathspecs", "diff-index", "--cached", "-z", "--no-renames", base]
+        res = ws.repo.run([*args, "--", *paths[start : start + 500]])
+        changes.update(parse_raw_diff(res.stdout))
+    staged: dict[str, str] = {}
+    for path, change in changes.items():
+        if change.new is None or change.status == "U":
+            continue  # nothing staged beyond HEAD (conflict stages come from commits)
+        record = records.get(path)
+        fp = record.get("fingerprint") if isinstance(record, dict) else None
+        if not isinstance(fp, dict) or change.new.oid != fp.get("blob"):
+            staged[path] = change.new.oid
+    # A staged version equal to the file on disk (git's filters applied) is that file's.
+    files = [p for p in staged if is_regular_file(ws.repo.worktree / p)]
+    on_disk = filtered_oids(ws.repo, files) if files else {}
+    return {p for p, oid in staged.items() if on_disk.get(p) != oid}
+
+
+def without_special_files(
+    ws: Workspace, at_risk: list[AtRisk]
+) -> tuple[list[AtRisk], list[tuple[str, str]]]:
+    """FIFOs, sockets and devices hold no content to keep (and opening one can block
+    forever): they leave the list unless the index holds a staged version of the path.
+    Returns the rest, and (path, kind) for each one left out."""
+    from guards.protect.snapshot import head_tree_or_empty, parse_raw_diff, special_kind
+
+    top = os.fspath(ws.repo.worktree) + os.sep
+    kinds = {a.path: kind for a in at_risk if (kind := special_kind(top + a.path)) is not None}
+    if not kinds:
+        return at_risk, []
+    args = ["--literal-pathspecs", "diff-index", "--cached", "-z", "--no-renames"]
+    res = ws.repo.run([*args, head_tree_or_empty(ws.repo), "--", *kinds])
+    staged = parse_raw_diff(res.stdout)
+    hollow = [(p, kind) for p, kind in kinds.items() if p not in staged]
+    gone = {p for p, _ in hollow}
+    return [a for a in at_risk if a.path not in gone], hollow
+
+
+def special_files_note(hollow: list[tuple[str, str]]) -> str:
+    shown = output.listing([f"{output.show_path(p)} (a {kind})" for p, kind in hollow], SHOWN)
+    return f"left out of the rescue, no content to keep: {shown}"
+
+
+def asked_quiet(cmd: GitCommand) -> bool:
+    """The command was given its own ``-q``/``--quiet`` (git's option tables): the rescue
+    line then stays off stderr, as git's own output does (the rescue is still listed
+    and logged)."""
+    from guards.predict.cmdline import stash_action
+    from guards.predict.options import SPECS, parse_options
+
+    sub, args = cmd.subcommand, cmd.args
+    if sub == "stash":
+        action, args = stash_action(args)
+        spec = "stash-push" if action in ("push", "save") else "stash-ref"
+    elif sub == "submodule":
+        words = [i for i, a in enumerate(args) if not a.startswith("-")]
+        if words and any(a in ("-q", "--quiet") for a in args[: words[0]]):
+            return True
+        spec = f"submodule-{args[words[0]]}" if words else ""
+        args = args[words[0] + 1 :] if words else []
+    elif sub in ("cherry-pick", "revert"):
+        spec = "sequencer"
+    else:
+        spec = sub or ""
+    if spec not in SPECS:
+        return False
+    found = parse_options(spec, args)
+    return found.has("quiet") and not found.has("no-quiet")
 
 
 def summary(foreign: list[AtRisk], commits: list[tuple[str, str]]) -> str:
@@ -100,6 +197,10 @@ def protect(cmd: GitCommand, radius: BlastRadius, *, report: bool = True) -> lis
     """
     ws = Workspace.open(cwd=radius.worktree or cmd.cwd)
     at_risk = [a for a in classify_radius(ws, radius) if a.ownership is not Ownership.MINE]
+    report = report and not ws.config.quiet and not asked_quiet(cmd)
+    at_risk, hollow = without_special_files(ws, at_risk)
+    if hollow and report:
+        output.warn(special_files_note(hollow))
     if at_risk:
         # The caller's harness hook may have rescued this very content for the command
         # that runs us (the shim inside an agent's shell line): not twice.
@@ -140,7 +241,7 @@ def _rescue(
         results += rescue_paths(ws, [AtRiskPath(a.path, a.owner) for a in at_risk], command=label)
     if commits:
         results += rescue_commits(ws, [(oid, name, None) for oid, name in commits], command=label)
-    if report and not ws.config.quiet:
+    if report:
         for result in results:
             output.stderr_line(report_line(result))
     return results

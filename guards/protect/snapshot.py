@@ -114,6 +114,46 @@ def _locate(repo: Repo) -> tuple[Path, str | None, str]:
     return real_index_path(repo), None, empty_tree(repo.object_format)
 
 
+def head_tree_or_empty(repo: Repo) -> str:
+    """HEAD's tree, or the empty tree on an unborn branch."""
+    res = repo.run(["rev-parse", "-q", "--verify", "HEAD^{tree}"], check=False)
+    return res.stdout.decode().strip() if res.returncode == 0 else empty_tree(repo.object_format)
+
+
+def is_regular_file(path: str | os.PathLike[str]) -> bool:
+    """A regular file, not following symlinks (a FIFO, socket or device is never opened)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+#: What :func:`disk_states` says for a directory (a nested repository) ...
+DIRECTORY = "directory"
+#: ... and for a FIFO, socket or device: no content to keep, never opened.
+SPECIAL = "special"
+
+
+def special_kind(path: str | os.PathLike[str]) -> str | None:
+    """ "FIFO", "socket" or "device" when ``path`` is one (opening it could block
+    forever, and it holds no content to keep); None otherwise."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    return _special_kind(mode)
+
+
+def _special_kind(mode: int) -> str | None:
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    return None
+
+
 def expand_paths(top: Path, paths: Iterable[str]) -> tuple[list[str], list[str]]:
     """Normalize the listed paths; a plain directory stands for every file under it.
 
@@ -183,12 +223,15 @@ class Capture:
     #: unmerged listed paths -> [(stage, entry)]
     stages: dict[str, list[tuple[int, Entry]]] = field(default_factory=dict)
     skip_worktree: set[str] = field(default_factory=set)
+    #: listed FIFOs, sockets and devices: never opened nor hashed (their index entry stays)
+    special: list[str] = field(default_factory=list)
     #: paths whose staged blob was already missing from the object store (HEAD's taken)
     missing_staged: list[str] = field(default_factory=list)
     _unchanged_states: dict[str, State] = field(default_factory=dict)
     _tmp: Path | None = None
     _base: Path | None = None
     _counter: int = 0
+    _rewritten: bool = False
 
     @property
     def fmt(self) -> str:
@@ -258,6 +301,12 @@ class Capture:
         if reverts:
             self._private(base, ["update-index", "-z", "--index-info"], b"".join(reverts))
         self._unhide(base, listed)
+        # FIFOs, sockets and devices are never opened (git refuses them anyway): their
+        # index entry stays as it is.
+        top = os.fspath(repo.worktree) + os.sep
+        self.special = [p for p in self.paths if special_kind(top + p) is not None]
+        special = set(self.special)
+        hashed = [p for p in self.paths if p not in special]
         self._private(
             base,
             [
@@ -269,17 +318,13 @@ class Capture:
                 "-z",
                 "--stdin",
             ],
-            git.nul_join(self.paths),
+            git.nul_join(hashed),
         )
         if on_hashed is not None:
             on_hashed()
-        self.all_tree = self._write_tree(base)
-        res = _run(
-            repo, ["diff-tree", "-r", "-z", "--no-renames", self.head_tree,
-                   self.all_tree]
-        )  # fmt: skip
-        self.worktree_changes = parse_raw_diff(res.stdout)
-        stray = [p for p in self.worktree_changes if p not in listed and not displaced(p, listed)]
+        stray = self._write_all_tree()
+        if stray and self.rewrite_trees():
+            stray = self._write_all_tree()
         if stray:
             raise SnapshotError(
                 f"snapshot holds unlisted path {stray[0]!r} (the index changed meanwhile?); "
@@ -321,6 +366,59 @@ class Capture:
         for flag, paths in (("--no-assume-unchanged", valid), ("--no-skip-worktree", skip)):
             if paths:
                 self._private(index, ["update-index", flag, "-z", "--stdin"], git.nul_join(paths))
+
+    def _write_all_tree(self) -> list[str]:
+        """Write :attr:`all_tree` and read its changes; returns unlisted paths it changes."""
+        assert self._base is not None
+        self.all_tree = self._write_tree(self._base)
+        res = _run(
+            self.repo, ["diff-tree", "-r", "-z", "--no-renames", self.head_tree, self.all_tree]
+        )
+        self.worktree_changes = parse_raw_diff(res.stdout)
+        listed = set(self.paths)
+        return [p for p in self.worktree_changes if p not in listed and not displaced(p, listed)]
+
+    def rewrite_trees(self) -> bool:
+        """Write the trees again from the private index's entries alone, without the
+        cached trees copied from the real index: a cached tree can be stale (after
+        ``git replace -d``, it may name a tree whose true content is not the index's),
+        and ``write-tree`` trusts it. Returns whether the capture changed."""
+        assert self._tmp is not None and self._base is not None
+        if self._rewritten:
+            return False
+        self._rewritten = True
+        res = _run(self.repo, [*_PRIVATE, "ls-files", "-s", "-z"], index=self._base)
+        fresh = self._tmp / "rewritten"
+        self._private(fresh, ["update-index", "-z", "--index-info"], res.stdout)
+        before = self.all_tree
+        self._base = fresh
+        stray = self._write_all_tree()
+        if stray:
+            raise SnapshotError(
+                f"snapshot holds unlisted path {stray[0]!r} (the index changed meanwhile?); "
+                f"retry the command"
+            )
+        return self.all_tree != before
+
+    def store_raw(self, paths: list[str]) -> dict[str, str]:
+        """Store the raw bytes of these regular files (git stored them through its clean
+        filters or eol conversion, which may drop bytes) in place of the filtered blobs;
+        returns the raw blobs' ids as git wrote them, for the caller to verify."""
+        assert self._base is not None
+        oids = raw_blobs(self.repo, paths)
+        lines = []
+        for p in paths:
+            state = self.worktree_state(p)
+            assert state is not None
+            lines.append(index_info_line(p, Entry(state.mode, oids[p]), self.fmt))
+        self._private(self._base, ["update-index", "-z", "--index-info"], b"".join(lines))
+        stray = self._write_all_tree()
+        if stray:
+            raise SnapshotError(
+                f"snapshot holds unlisted path {stray[0]!r} (the index changed meanwhile?); "
+                f"retry the command"
+            )
+        return oids
 
     def _read_stages(self, paths: list[str]) -> dict[str, list[tuple[int, Entry]]]:
         res = _run(self.repo, ["ls-files", "-u", "-s", "-z"])
@@ -519,7 +617,8 @@ def read_tree_changes(repo: Repo, base_tree: str, tree: str) -> dict[str, Change
 def disk_states(repo: Repo, paths: list[str], filemode: bool) -> dict[str, State | str]:
     """What each path holds on disk now, as git would hash it.
 
-    A directory comes back as the string ``"directory"`` (a nested repository).
+    A directory comes back as :data:`DIRECTORY` (a nested repository), a FIFO, socket or
+    device as :data:`SPECIAL` (never opened).
     """
     base = os.fspath(repo.worktree) + os.sep
     fmt = repo.object_format
@@ -534,7 +633,9 @@ def disk_states(repo: Repo, paths: list[str], filemode: bool) -> dict[str, State
         if stat.S_ISLNK(st.st_mode):
             out[p] = Entry(SYMLINK, blob_oid(os.fsencode(os.readlink(absolute)), fmt))
         elif stat.S_ISDIR(st.st_mode):
-            out[p] = "directory"
+            out[p] = DIRECTORY
+        elif not stat.S_ISREG(st.st_mode):
+            out[p] = SPECIAL
         else:
             mode = "100755" if filemode and st.st_mode & 0o100 else "100644"
             out[p] = Entry(mode, file_blob_oid(absolute, st.st_size, fmt))
@@ -542,8 +643,12 @@ def disk_states(repo: Repo, paths: list[str], filemode: bool) -> dict[str, State
 
 
 def filtered_oids(repo: Repo, paths: list[str]) -> dict[str, str]:
-    """Blob ids as ``git add`` would store them (clean filters, eol conversion)."""
+    """Blob ids as ``git add`` would store them (clean filters, eol conversion), for the
+    regular files among ``paths`` (git would follow a symlink, and opening a FIFO blocks).
+    """
     out: dict[str, str] = {}
+    top = os.fspath(repo.worktree) + os.sep
+    paths = [p for p in paths if is_regular_file(top + p)]
     plain = [p for p in paths if "\n" not in p]
     if plain:
         res = _run(
@@ -559,11 +664,37 @@ def filtered_oids(repo: Repo, paths: list[str]) -> dict[str, str]:
     return out
 
 
+def raw_blobs(repo: Repo, paths: list[str]) -> dict[str, str]:
+    """Write each file's bytes as they are on disk (no clean filter, no eol conversion)
+    as a blob; its id per path."""
+    out: dict[str, str] = {}
+    plain = [p for p in paths if "\n" not in p]
+    if plain:
+        res = _run(
+            repo,
+            ["hash-object", "-w", "--no-filters", "--stdin-paths"],
+            stdin=b"".join(os.fsencode(p) + b"\n" for p in plain),
+        )
+        out.update(zip(plain, res.stdout.decode().split(), strict=True))
+    for p in paths:
+        if "\n" in p:
+            res = _run(repo, ["hash-object", "-w", "--no-filters", "--", p])
+            out[p] = res.stdout.decode().strip()
+    return out
+
+
 def check_objects(repo: Repo, oids: Iterable[str]) -> list[str]:
     """Read every blob back and rehash it: the ids whose content is missing or corrupt."""
     wanted = sorted(set(oids))
+    found = read_objects(repo, wanted)
+    return [oid for oid in wanted if oid not in found]
+
+
+def read_objects(repo: Repo, oids: Iterable[str]) -> dict[str, bytes]:
+    """The content of each object that reads back whole (its content hashes to its id)."""
+    wanted = sorted(set(oids))
     if not wanted:
-        return []
+        return {}
     res = git.run(
         ["cat-file", "--batch", "--buffer"],
         cwd=repo.worktree,
@@ -571,26 +702,24 @@ def check_objects(repo: Repo, oids: Iterable[str]) -> list[str]:
         check=False,
     )
     if res.returncode != 0:
-        return wanted
-    bad: list[str] = []
+        return {}
+    out: dict[str, bytes] = {}
     data = res.stdout
     pos = 0
     for oid in wanted:
         eol = data.find(b"\n", pos)
         if eol < 0:
-            bad.append(oid)
             break
         header = data[pos:eol].split(b" ")
         pos = eol + 1
         if len(header) != 3:
-            bad.append(oid)
             continue
         size = int(header[2])
         content = data[pos : pos + size]
         pos += size + 1
-        if header[0].decode() != oid or object_oid(header[1], content, repo.object_format) != oid:
-            bad.append(oid)
-    return bad
+        if header[0].decode() == oid and object_oid(header[1], content, repo.object_format) == oid:
+            out[oid] = content
+    return out
 
 
 @contextlib.contextmanager

@@ -530,6 +530,8 @@ def _hash_work(ctx: Context, entries: list[Entry]) -> None:
         assert e.work is not None
         if e.gitlink or stat.S_ISDIR(st.st_mode):
             e.work = (e.work[0], "?")  # a gitlink's commit: not ours to hash
+        elif not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+            e.work = (e.work[0], "?")  # a FIFO, socket or device: never opened
         elif stat.S_ISLNK(st.st_mode):
             e.work = (e.work[0], blob_oid(os.fsencode(os.readlink(full)), ctx.object_format))
         elif "\n" in e.path:

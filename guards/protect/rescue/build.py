@@ -17,6 +17,7 @@ from guards.git.objects import GITLINK
 from guards.output import listing, show_path
 from guards.protect.rescue.log import log_rescues
 from guards.protect.rescue.naming import (
+    RAW_BYTES,
     SHOWN,
     UNKNOWN,
     _iso,
@@ -262,7 +263,9 @@ def _commit_owner(
             ident,
         )
         parents = [*head_parents, index_commit]
-        trailers = [*base, ("Index", index_commit)]
+        # The tree holds the files' bytes as they were on disk (no clean filter, no eol
+        # conversion): guards rescue restore writes them back as they are.
+        trailers = [*base, ("Index", index_commit), ("Bytes", RAW_BYTES)]
         stages = cap.stages_tree(subset)
         if stages is not None:
             stages_commit = commit_tree(

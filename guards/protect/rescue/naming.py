@@ -13,6 +13,8 @@ from guards.state import session as sessions
 from guards.state.workspace import Workspace
 
 UNKNOWN = "unknown"
+#: The ``Bytes`` trailer of a rescue whose tree holds the raw bytes of its files.
+RAW_BYTES = "raw"
 #: How many names a one-line message shows before "and N more".
 SHOWN = 3
 
@@ -69,6 +71,13 @@ def owner_component(owner: str | None) -> str:
 
 def namespace(ws: Workspace) -> str:
     return str(ws.config.get("rescue.namespace"))
+
+
+def namespace_patterns(ws: Workspace) -> list[str]:
+    """``for-each-ref`` patterns for every rescue ref: the namespace, and the stand-ins
+    ``<namespace>-2``, ``-3``, ... used when a stray ref is named like the namespace."""
+    ns = namespace(ws)
+    return [ns, f"{ns}-[0-9]*/**"]
 
 
 def wip_ref(ws: Workspace, owner: str) -> str:

@@ -11,7 +11,12 @@ NO_HOOKS = ["-c", "core.hooksPath=/dev/null"]
 
 
 def create_refs(ws: Workspace, wanted: list[tuple[str, str]], message: str) -> list[str]:
-    """Create every ref create-only in one transaction; a taken name gets ``-2``, ``-3``."""
+    """Create every ref create-only in one transaction; a taken name gets ``-2``, ``-3``.
+
+    A stray ref where one of the name's directories should be (``refs/rescue/alice``
+    beside ``refs/rescue/alice/<time>-...``, or a ref named like the namespace itself)
+    would fail every rescue: that directory gets ``-2``, ``-3`` instead. No existing ref
+    is ever touched."""
     names = [name for name, _ in wanted]
     for _attempt in range(20):
         payload = b"".join(
@@ -27,28 +32,60 @@ def create_refs(ws: Workspace, wanted: list[tuple[str, str]], message: str) -> l
         if res.returncode == 0:
             _verify_refs(ws, list(zip(names, [oid for _, oid in wanted], strict=True)))
             return names
-        taken = [_exists(ws, n) for n in names]
-        if not any(taken) and len(set(names)) == len(names):
+        free = _free_names(ws, names)
+        if free == names:
             raise RescueFailedError(
                 f"cannot create rescue ref {names[0]}: "
                 f"{git.GitError(['update-ref'], res.returncode, res.stderr)}; nothing was run "
                 f"(override: {OVERRIDE})"
             )
-        seen: set[str] = set()
-        for i, (name, (base, _)) in enumerate(zip(names, wanted, strict=True)):
-            n = 2
-            candidate = name
-            while taken[i] or candidate in seen:
-                candidate = f"{base}-{n}"
-                n += 1
-                taken[i] = _exists(ws, candidate)
-            names[i] = candidate
-            seen.add(candidate)
+        names = free
     raise RescueFailedError(f"cannot find a free rescue ref name near {names[0]}")
 
 
-def _exists(ws: Workspace, ref: str) -> bool:
-    return ws.repo.run(["rev-parse", "--verify", "-q", ref], check=False).returncode == 0
+def _free_names(ws: Workspace, names: list[str]) -> list[str]:
+    """Names that neither exist, nor hold refs below them, nor lie below a ref."""
+    out: list[str] = []
+    for name in names:
+        base = name
+        n = 2
+        while True:
+            blocked = _ref_above(ws, base)
+            if blocked is not None:
+                base = step_around(base, blocked)
+                name = base
+                continue
+            if name in out or _taken(ws, name):
+                name = f"{base}-{n}"
+                n += 1
+                continue
+            break
+        out.append(name)
+    return out
+
+
+def step_around(name: str, blocked: str) -> str:
+    """``name`` with its directory ``blocked`` (a ref) renamed ``blocked-2``, ``-3``, ..."""
+    head, sep, number = blocked.rpartition("-")
+    stem, n = (head, int(number) + 1) if sep and number.isdigit() and head else (blocked, 2)
+    return f"{stem}-{n}{name[len(blocked) :]}"
+
+
+def _ref_above(ws: Workspace, name: str) -> str | None:
+    """A ref that is one of ``name``'s directories (a D/F conflict), if any."""
+    parts = name.split("/")
+    for i in range(2, len(parts)):
+        prefix = "/".join(parts[:i])
+        res = ws.repo.run(["show-ref", "--verify", "-q", prefix], check=False)
+        if res.returncode == 0:
+            return prefix
+    return None
+
+
+def _taken(ws: Workspace, name: str) -> bool:
+    """``name`` is a ref, or refs lie below it."""
+    res = ws.repo.run(["for-each-ref", "--count=1", "--format=%(refname)", name], check=False)
+    return res.returncode != 0 or bool(res.stdout.strip())
 
 
 def _verify_refs(ws: Workspace, pairs: list[tuple[str, str]]) -> None:

@@ -8,10 +8,14 @@ from guards.git.objects import GITLINK
 from guards.output import listing, show_path
 from guards.protect.rescue.naming import SHOWN
 from guards.protect.snapshot import (
+    DIRECTORY,
+    SPECIAL,
     Capture,
+    Entry,
     SnapshotError,
     State,
     check_objects,
+    displaced,
     filtered_oids,
     read_tree_changes,
 )
@@ -34,13 +38,66 @@ def _verify_capture(
 
     ``checked`` blob ids were already re-read (``bad_checked`` of them failed).
     """
+    mismatched, filtered = _differ_from_disk(ws, cap, on_disk)
+    if mismatched and cap.rewrite_trees():
+        # A cached tree of the real index was stale: the trees written from the entries
+        # alone must now agree with the disk.
+        mismatched, filtered = _differ_from_disk(ws, cap, on_disk)
+    if filtered and not mismatched:
+        # git stored these through a clean filter or eol conversion: a rescue keeps the
+        # bytes on disk, every one of them, and they must be the bytes read here.
+        raw = cap.store_raw(filtered)
+        mismatched = [p for p in filtered if _disk_oid(on_disk[p]) != raw[p]]
+        # Written only now (the early read-back found them missing): read them back below.
+        checked = checked - set(raw.values())
+        bad_checked = bad_checked - set(raw.values())
+    if mismatched:
+        raise SnapshotError(
+            f"rescue could not be verified: {_names(mismatched)} changed while being rescued "
+            f"(or git stored something else); retry"
+        )
+    _check_blobs(ws, cap, checked, bad_checked)
+
+
+def _disk_oid(state: State | str) -> str | None:
+    return state.oid if isinstance(state, Entry) else None
+
+
+def _check_blobs(ws: Workspace, cap: Capture, checked: set[str], bad_checked: set[str]) -> None:
+    blobs: set[str] = set()
+    for p in cap.paths:
+        states: list[State] = [cap.worktree_state(p)]
+        if p in cap.index_changes:  # a staged version (HEAD's own blobs are not at risk)
+            states.append(cap.index_state(p))
+        states += [e for _, e in cap.stages.get(p, [])]
+        blobs.update(s.oid for s in states if s is not None and s.mode != GITLINK)
+    bad = sorted(blobs & bad_checked)
+    bad += check_objects(ws.repo, blobs - checked)
+    if bad:
+        raise SnapshotError(
+            f"rescue could not be verified: object {bad[0]} is missing or corrupt "
+            f"({len(bad)} bad objects; run git fsck)"
+        )
+
+
+def _differ_from_disk(
+    ws: Workspace, cap: Capture, on_disk: dict[str, State | str]
+) -> tuple[list[str], list[str]]:
+    """The listed paths whose state in the snapshot is not what the disk holds, and the
+    files git stored filtered (clean filter, eol conversion): their bytes on disk differ,
+    but git's filters make them what the snapshot holds."""
     filemode: bool | None = None  # read only when an exec bit disagrees
     mismatched: list[str] = []
     refilter: list[str] = []
     for p in cap.paths:
         want = cap.worktree_state(p)
         got = on_disk[p]
-        if got == "directory":
+        if got == SPECIAL or p in cap.special:
+            # A FIFO, socket or device: never read, its index entry stays.
+            if got != SPECIAL or p not in cap.special:
+                mismatched.append(p)
+            continue
+        if got == DIRECTORY:
             if want is None or want.mode != GITLINK or want.oid != _nested_head(ws, p):
                 mismatched.append(p)
             continue
@@ -59,31 +116,16 @@ def _verify_capture(
             mismatched.append(p)
         elif got.oid != want.oid:
             refilter.append(p)
+    filtered: list[str] = []
     if refilter:
         hashed = filtered_oids(ws.repo, refilter)
         for p in refilter:
             want = cap.worktree_state(p)
             if want is None or hashed.get(p) != want.oid:
                 mismatched.append(p)
-    if mismatched:
-        raise SnapshotError(
-            f"rescue could not be verified: {_names(mismatched)} changed while being rescued "
-            f"(or git stored something else); retry"
-        )
-    blobs: set[str] = set()
-    for p in cap.paths:
-        states: list[State] = [cap.worktree_state(p)]
-        if p in cap.index_changes:  # a staged version (HEAD's own blobs are not at risk)
-            states.append(cap.index_state(p))
-        states += [e for _, e in cap.stages.get(p, [])]
-        blobs.update(s.oid for s in states if s is not None and s.mode != GITLINK)
-    bad = sorted(blobs & bad_checked)
-    bad += check_objects(ws.repo, blobs - checked)
-    if bad:
-        raise SnapshotError(
-            f"rescue could not be verified: object {bad[0]} is missing or corrupt "
-            f"({len(bad)} bad objects; run git fsck)"
-        )
+            else:
+                filtered.append(p)
+    return mismatched, filtered
 
 
 def _nested_head(ws: Workspace, path: str) -> str | None:
@@ -95,7 +137,8 @@ def _verify_tree(cap: Capture, tree: str, paths: list[str], kind: str) -> None:
     """Read the tree back: exactly the wanted paths differ from HEAD, as captured."""
     changes = read_tree_changes(cap.repo, cap.head_tree, tree)
     wanted = set(paths)
-    bad = [p for p in changes if p not in wanted]
+    # A path that gave way to a wanted one (a directory replaced by a file) changes too.
+    bad = [p for p in changes if p not in wanted and not displaced(p, wanted)]
     for p in paths:
         expect = cap.index_state(p) if kind == "index" else cap.worktree_state(p)
         got = changes[p].new if p in changes else cap.head_state(p)

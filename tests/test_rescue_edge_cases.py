@@ -1,0 +1,404 @@
+"""Rescues at the edges (issue 14, protection side): staged versions with their own
+owner, raw bytes behind filters, nested repositories and submodules, special files,
+stray refs in the rescue namespace, quiet commands, trees git itself gets wrong.
+
+Every case runs the real command through the guarded git (``guards run``, the shim or
+an alias) and checks that nothing was lost."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from guards.protect.rescue import AtRiskPath, create_refs, rescue_paths
+from guards.state.workspace import Workspace
+from tests.guarded import install_aliases, install_shim, run_via
+from tests.helpers import LEDGER, git, observe, run_guards
+
+ALICE = {"GUARDS_SESSION": "alice"}
+BOB = {"GUARDS_SESSION": "bob"}
+WAYS = ["guards-run", "alias", "shim"]
+
+
+def rescue_refs(repo: Path) -> list[str]:
+    return git(repo, "for-each-ref", "--format=%(refname)", "refs/rescue").split()
+
+
+def blob(repo: Path, rev: str, path: str) -> bytes:
+    return git_bytes(repo, "cat-file", "blob", f"{rev}:{path}")
+
+
+def git_bytes(cwd: Path, *args: str) -> bytes:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=True).stdout
+
+
+def guarded(
+    way: str,
+    args: list[str],
+    repo: Path,
+    tmp_path: Path,
+    env: dict[str, str],
+    timeout: float | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    if way == "alias":
+        install_aliases(repo)
+    shim = install_shim(tmp_path / "shim") if way == "shim" else None
+    return run_via(way, args, repo, shim_dir=shim, env=env, timeout=timeout)
+
+
+def observe_without(repo: Path, special: str) -> dict[str, Any]:
+    """:func:`observe` for a tree holding a special file (observe would open it)."""
+    path = repo / special
+    tmp = repo.parent / f"{path.name}.aside"
+    os.rename(path, tmp)
+    try:
+        seen = observe(repo)
+    finally:
+        os.rename(tmp, path)
+    seen["special"] = os.lstat(path).st_mtime_ns
+    return seen
+
+
+# -- 1. a staged version has an owner of its own -----------------------------------------
+
+
+def _bob_staged_alice_rewrote(repo: Path) -> None:
+    (repo / "README").write_text("bob's staged version\n")
+    git(repo, "add", "README")
+    (repo / "README").write_text("alice rewrote the file\n")
+    assert run_guards("record", "README", cwd=repo, env=ALICE).returncode == 0
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize(
+    "args", [["reset"], ["reset", "--hard"], ["restore", "--staged", "README"]], ids=" ".join
+)
+def test_a_staged_version_the_caller_did_not_write_is_rescued(
+    repo: Path, tmp_path: Path, way: str, args: list[str]
+) -> None:
+    _bob_staged_alice_rewrote(repo)
+    staged = git(repo, "rev-parse", ":README").strip()
+    res = guarded(way, args, repo, tmp_path, ALICE)
+    assert res.returncode == 0, res.stderr
+    refs = rescue_refs(repo)
+    assert refs, "bob's staged version was dropped without a rescue"
+    index_commits = [git(repo, "rev-parse", f"{r}^2").strip() for r in refs]
+    assert any(git(repo, "rev-parse", f"{c}:README").strip() == staged for c in index_commits)
+
+
+@pytest.mark.parametrize("args", [["reset"], ["reset", "--hard"]], ids=" ".join)
+def test_a_staged_version_equal_to_the_callers_own_file_is_still_the_callers(
+    repo: Path, args: list[str]
+) -> None:
+    (repo / "README").write_text("alice's own edit\n")
+    git(repo, "add", "README")
+    assert run_guards("record", "README", cwd=repo, env=ALICE).returncode == 0
+    res = run_via("guards-run", args, repo, env=ALICE)
+    assert res.returncode == 0, res.stderr
+    assert rescue_refs(repo) == []
+    assert b"guards:" not in res.stderr
+
+
+# -- 4. special files are never opened ----------------------------------------------------
+
+
+def _fifo(path: Path) -> None:
+    path.unlink(missing_ok=True)
+    os.mkfifo(path)
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_fifo_in_place_of_a_tracked_file_is_left_out_and_git_runs(
+    repo: Path, tmp_path: Path, way: str
+) -> None:
+    _fifo(repo / "README")
+    (repo / "src" / "app.py").write_text("someone's edit\n")
+    res = guarded(way, ["reset", "--hard"], repo, tmp_path, BOB, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert (repo / "README").read_text() == "hello\n"  # git replaced the FIFO
+    refs = rescue_refs(repo)
+    assert len(refs) == 1
+    assert git(repo, "show", f"{refs[0]}:src/app.py") == "someone's edit\n"
+    notes = [line for line in res.stderr.decode().splitlines() if "FIFO" in line]
+    assert len(notes) == 1 and "README" in notes[0], res.stderr
+
+
+def test_a_fifo_alone_makes_no_rescue(repo: Path) -> None:
+    _fifo(repo / "README")
+    res = run_via("guards-run", ["reset", "--hard"], repo, env=BOB, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert rescue_refs(repo) == []
+    assert (repo / "README").read_text() == "hello\n"
+
+
+def test_a_fifo_with_a_staged_version_keeps_the_staged_version(repo: Path) -> None:
+    (repo / "README").write_text("staged by someone\n")
+    git(repo, "add", "README")
+    staged = git(repo, "rev-parse", ":README").strip()
+    _fifo(repo / "README")
+    res = run_via("guards-run", ["reset", "--hard"], repo, env=BOB, timeout=60)
+    assert res.returncode == 0, res.stderr
+    refs = rescue_refs(repo)
+    assert len(refs) == 1, res.stderr
+    assert git(repo, "rev-parse", f"{refs[0]}^2:README").strip() == staged
+    assert (repo / "README").read_text() == "hello\n"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket"])
+def test_snapshots_never_open_special_files(repo: Path, kind: str) -> None:
+    (repo / "src" / "app.py").write_text("edited\n")
+    special = repo / "src" / "special"
+    if kind == "fifo":
+        os.mkfifo(special)
+    else:
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(special))
+    before = observe_without(repo, "src/special")
+    ws = Workspace.open(repo)
+    results = rescue_paths(ws, [AtRiskPath("src", None)], command="clean -fd")
+    assert observe_without(repo, "src/special") == before
+    assert len(results) == 1
+    assert git(repo, "show", f"{results[0].ref}:src/app.py") == "edited\n"
+    listed = git(repo, "ls-tree", "-r", "--name-only", results[0].ref, "--", "src")
+    assert "src/special" not in listed
+
+
+def test_restore_never_opens_a_special_file(repo: Path) -> None:
+    (repo / "README").write_text("rescued once\n")
+    ws = Workspace.open(repo)
+    (result,) = rescue_paths(ws, [AtRiskPath("README", None)], command="reset --hard")
+    _fifo(repo / "README")
+    res = run_guards("rescue", "restore", result.ref, cwd=repo, timeout=60)
+    assert res.returncode == 1, res.stderr  # a conflict: left alone, said so
+    assert "README" in res.stdout
+    assert stat.S_ISFIFO(os.lstat(repo / "README").st_mode)
+
+
+# -- 5. a stray ref in the rescue namespace ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("stray", "session", "prefix"),
+    [
+        ("refs/rescue/unknown", None, "refs/rescue/unknown-2/"),
+        ("refs/rescue/alice", "alice", "refs/rescue/alice-2/"),
+        ("refs/rescue", None, "refs/rescue-2/unknown/"),
+    ],
+)
+@pytest.mark.parametrize("way", WAYS)
+def test_a_stray_ref_in_the_rescue_namespace_is_stepped_around(
+    repo: Path, tmp_path: Path, way: str, stray: str, session: str | None, prefix: str
+) -> None:
+    head = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "update-ref", stray, head)
+    (repo / "README").write_text("someone's work\n")
+    if session:
+        assert (
+            run_guards("record", "README", cwd=repo, env={"GUARDS_SESSION": session}).returncode
+            == 0
+        )
+    res = guarded(way, ["reset", "--hard"], repo, tmp_path, BOB)
+    assert res.returncode == 0, res.stderr
+    assert git(repo, "rev-parse", stray).strip() == head  # never touched
+    refs = git(repo, "for-each-ref", "--format=%(refname)").split()
+    rescues = [r for r in refs if r.startswith(prefix)]
+    assert len(rescues) == 1, refs
+    assert git(repo, "show", f"{rescues[0]}:README") == "someone's work\n"
+    assert rescues[0] in res.stderr.decode()
+    listed = run_guards("rescue", "list", "--json", cwd=repo)
+    assert rescues[0] in listed.stdout
+
+
+def test_a_stray_ref_below_the_wanted_name_gets_a_suffix(repo: Path) -> None:
+    ws = Workspace.open(repo)
+    head = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "update-ref", "refs/rescue/unknown/x/y", head)
+    names = create_refs(ws, [("refs/rescue/unknown/x", head)], "test")
+    assert names == ["refs/rescue/unknown/x-2"]
+    assert git(repo, "rev-parse", "refs/rescue/unknown/x/y").strip() == head
+
+
+# -- 6. quiet means quiet ----------------------------------------------------------------------
+
+
+QUIET = [
+    ["reset", "-q", "--hard"],
+    ["reset", "--hard", "--quiet"],
+    ["stash", "-q"],
+    ["stash", "push", "--quiet", "-u"],
+    ["checkout", "-q", "--", "."],
+    ["restore", "--quiet", "."],
+    ["clean", "-qfd"],
+    ["switch", "-q", "-f", "other"],
+    ["-c", "alias.tidy=reset --hard -q", "tidy"],
+]
+
+
+@pytest.mark.parametrize("args", QUIET, ids=" ".join)
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_a_command_asked_to_be_quiet_rescues_silently(
+    repo: Path, tmp_path: Path, way: str, args: list[str]
+) -> None:
+    git(repo, "branch", "other")
+    (repo / "README").write_text("someone's work\n")
+    (repo / "new.txt").write_text("someone's new file\n")
+    res = guarded(way, args, repo, tmp_path, BOB)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == b""
+    refs = rescue_refs(repo)
+    assert refs
+    listed = run_guards("rescue", "list", "--json", cwd=repo)
+    assert refs[0] in listed.stdout
+    logged = json.loads((repo / LEDGER).read_text())["rescues"]
+    assert refs[0] in [entry["ref"] for entry in logged]
+
+
+@pytest.mark.parametrize("args", [["stash"], ["stash", "--no-quiet", "-q", "--no-quiet"]])
+def test_without_quiet_the_rescue_line_is_printed(repo: Path, args: list[str]) -> None:
+    (repo / "README").write_text("someone's work\n")
+    res = run_via("guards-run", args, repo, env=BOB)
+    assert res.returncode == 0, res.stderr
+    assert b"guards: rescued" in res.stderr
+
+
+# -- 7. trees git gets right, and so must the rescue ---------------------------------------
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_staged_file_where_head_has_a_directory_is_rescued(
+    repo: Path, tmp_path: Path, way: str
+) -> None:
+    git(repo, "rm", "-rq", "src")
+    (repo / "src").write_text("a file where HEAD has a directory\n")
+    git(repo, "add", "src")
+    before = observe(repo)
+    res = guarded(way, ["reset", "--hard"], repo, tmp_path, BOB)
+    assert res.returncode == 0, res.stderr
+    (ref,) = rescue_refs(repo)
+    assert git(repo, "show", f"{ref}:src") == "a file where HEAD has a directory\n"
+    assert git(repo, "show", f"{ref}^2:src") == "a file where HEAD has a directory\n"
+    assert before["head"] == observe(repo)["head"]
+    assert (repo / "src" / "app.py").read_text() == "print('hi')\n"
+
+
+def test_a_stale_cached_tree_after_git_replace_is_not_trusted(repo: Path) -> None:
+    # t7003: the index's cached tree names HEAD's tree while `git replace` showed it
+    # with another file; once the replacement is gone, the cached tree is stale.
+    tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
+    (repo / "new").write_text("A\n")
+    git(repo, "add", "new")
+    new_tree = git(repo, "write-tree").strip()
+    git(repo, "replace", tree, new_tree)
+    git(repo, "reset", "--hard", "HEAD")
+    git(repo, "replace", "-d", tree)
+    assert git(repo, "ls-files", "new").strip() == "new"
+    before = observe(repo)
+    res = run_via("guards-run", ["reset", "--hard"], repo, env=BOB)
+    assert res.returncode == 0, res.stderr
+    (ref,) = rescue_refs(repo)
+    assert git(repo, "show", f"{ref}:new") == "A\n"
+    assert git(repo, "show", f"{ref}^2:new") == "A\n"
+    assert before["head"] == observe(repo)["head"]
+
+
+@pytest.mark.parametrize("case", ["file-over-directory", "stale-cached-tree"])
+def test_those_rescues_touch_nothing(repo: Path, case: str) -> None:
+    if case == "file-over-directory":
+        git(repo, "rm", "-rq", "src")
+        (repo / "src").write_text("a file where HEAD has a directory\n")
+        git(repo, "add", "src")
+        paths = ["src"]
+    else:
+        tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
+        (repo / "new").write_text("A\n")
+        git(repo, "add", "new")
+        git(repo, "replace", tree, git(repo, "write-tree").strip())
+        git(repo, "reset", "--hard", "HEAD")
+        git(repo, "replace", "-d", tree)
+        paths = ["new"]
+    before = observe(repo)
+    (result,) = rescue_paths(
+        Workspace.open(repo), [AtRiskPath(p, None) for p in paths], command="reset --hard"
+    )
+    assert observe(repo) == before
+    for p in paths:
+        assert git(repo, "show", f"{result.ref}:{p}") == (repo / p).read_text()
+
+
+# -- 2. rescues hold the raw bytes ----------------------------------------------------------
+
+
+def _filtered_repo(repo: Path) -> None:
+    """Files whose bytes git's clean filters and eol conversion would change."""
+    git(repo, "config", "filter.drop.clean", "grep -v SECRET")
+    git(repo, "config", "filter.drop.smudge", "cat")
+    (repo / ".gitattributes").write_text(
+        "*.txt filter=drop\n*.crlf text eol=crlf\n*.lf text eol=lf\n"
+    )
+    for name in ("notes.txt", "win.crlf", "unix.lf"):
+        (repo / name).write_bytes(b"a\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "filtered files")
+
+
+RAW = {
+    "notes.txt": b"a\nSECRET line the clean filter drops\nb\n",
+    "win.crlf": b"one\r\ntwo\nthree\r\n",
+    "unix.lf": b"x\r\ny\r\n",
+    "autocrlf.md": b"m\r\nn\r\n",
+}
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_rescue_holds_the_raw_bytes_and_restores_them_byte_for_byte(
+    repo: Path, tmp_path: Path, way: str
+) -> None:
+    _filtered_repo(repo)
+    git(repo, "config", "core.autocrlf", "true")
+    for name, data in RAW.items():
+        (repo / name).write_bytes(data)
+    res = guarded(way, ["reset", "--hard"], repo, tmp_path, BOB)
+    assert res.returncode == 0, res.stderr
+    (ref,) = rescue_refs(repo)
+    tracked = [n for n in RAW if n != "autocrlf.md"]
+    for name in tracked:
+        assert blob(repo, ref, name) == RAW[name], name
+        assert (repo / name).read_bytes() != RAW[name]
+    restored = run_guards("rescue", "restore", ref, cwd=repo)
+    assert restored.returncode == 0, restored.stdout + restored.stderr
+    for name in tracked:
+        assert (repo / name).read_bytes() == RAW[name], name
+
+
+def test_a_rescue_of_an_untracked_file_under_autocrlf_holds_its_raw_bytes(repo: Path) -> None:
+    git(repo, "config", "core.autocrlf", "true")
+    (repo / "notes.md").write_bytes(RAW["autocrlf.md"])
+    before = observe(repo)
+    (result,) = rescue_paths(
+        Workspace.open(repo), [AtRiskPath("notes.md", None)], command="clean -f"
+    )
+    assert observe(repo) == before
+    assert blob(repo, result.ref, "notes.md") == RAW["autocrlf.md"]
+    (repo / "notes.md").unlink()
+    restored = run_guards("rescue", "restore", result.ref, cwd=repo)
+    assert restored.returncode == 0, restored.stdout + restored.stderr
+    assert (repo / "notes.md").read_bytes() == RAW["autocrlf.md"]
+
+
+def test_the_staged_version_stays_as_git_stored_it(repo: Path) -> None:
+    _filtered_repo(repo)
+    (repo / "notes.txt").write_bytes(RAW["notes.txt"])
+    git(repo, "add", "notes.txt")
+    staged = git(repo, "rev-parse", ":notes.txt").strip()
+    (result,) = rescue_paths(
+        Workspace.open(repo), [AtRiskPath("notes.txt", None)], command="reset --hard"
+    )
+    assert git(repo, "rev-parse", f"{result.ref}^2:notes.txt").strip() == staged
+    assert blob(repo, result.ref, "notes.txt") == RAW["notes.txt"]
