@@ -1,4 +1,5 @@
-"""The ledger: concurrent writers, a SIGKILLed lock holder, untrustworthy files."""
+"""The ledger: concurrent writers, a SIGKILLed lock holder, untrustworthy files, the
+journal (records appended without a lock, compaction, torn records)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,19 @@ from pathlib import Path
 import pytest
 
 from guards.state.ledger import SCHEMA, Ledger, LedgerUnreadableError
-from tests.helpers import git, run_guards
+from tests.helpers import git, ledger_doc, run_guards
 
 
 def ledger_file(repo: Path) -> Path:
+    """The snapshot file."""
     return repo / ".git" / "guards" / "ledger.json"
+
+
+def write_schema_1(repo: Path, paths: dict[str, dict[str, object]] | None = None) -> None:
+    """A ledger as guards wrote it before the journal (one JSON document)."""
+    ledger_file(repo).parent.mkdir(exist_ok=True)
+    doc = {"schema": 1, "sessions": {}, "paths": {str(repo.resolve()): paths or {}}}
+    ledger_file(repo).write_text(json.dumps(doc))
 
 
 def test_ledger_lives_in_common_dir_shared_by_linked_worktrees(repo: Path, tmp_path: Path) -> None:
@@ -25,7 +34,8 @@ def test_ledger_lives_in_common_dir_shared_by_linked_worktrees(repo: Path, tmp_p
     (tmp_path / "wt" / "new.txt").write_text("x")
     res = run_guards("record", "--session", "alice", "new.txt", cwd=tmp_path / "wt")
     assert res.returncode == 0, res.stderr
-    data = json.loads(ledger_file(repo).read_text())
+    assert (repo / ".git" / "guards" / "ledger.journal").exists()
+    data = ledger_doc(repo)
     assert data["schema"] == SCHEMA
     assert "new.txt" in data["paths"][str((tmp_path / "wt").resolve())]
 
@@ -33,7 +43,11 @@ def test_ledger_lives_in_common_dir_shared_by_linked_worktrees(repo: Path, tmp_p
 def test_ledger_files_are_owner_only(repo: Path) -> None:
     (repo / "a").write_text("x")
     assert run_guards("record", "--session", "s1", "a", cwd=repo).returncode == 0
-    assert ledger_file(repo).stat().st_mode & 0o077 == 0
+    Ledger(ledger_file(repo).parent).compact()  # the snapshot too
+    files = sorted(p.name for p in ledger_file(repo).parent.iterdir())
+    assert files == ["ledger.journal", "ledger.json", "ledger.lock"]
+    for p in ledger_file(repo).parent.iterdir():
+        assert p.stat().st_mode & 0o077 == 0, p
     assert ledger_file(repo).parent.stat().st_mode & 0o077 == 0
 
 
@@ -63,7 +77,7 @@ def test_sixteen_concurrent_writers_lose_no_attribution(repo: Path) -> None:
         subprocess.Popen([sys.executable, "-c", _WRITER, s], cwd=repo, env=env) for s in sessions
     ]
     assert [p.wait(timeout=180) for p in procs] == [0] * 16
-    data = json.loads(ledger_file(repo).read_text())
+    data = ledger_doc(repo)
     records = data["paths"][str(repo.resolve())]
     assert len(records) == 3200
     assert all(records[f"{s}/f{i}"]["session"] == s for s in sessions for i in range(200))
@@ -93,8 +107,28 @@ def _hold_lock(repo: Path) -> subprocess.Popen[str]:
     return holder
 
 
-def test_busy_lock_is_a_one_line_error_not_a_hang(repo: Path) -> None:
+def test_recording_never_waits_for_the_lock(repo: Path) -> None:
     (repo / "a").write_text("x")
+    assert run_guards("record", "--session", "s", "a", cwd=repo).returncode == 0
+    holder = _hold_lock(repo)
+    try:
+        start = time.monotonic()
+        res = run_guards(
+            "record", "--session", "s", "a", cwd=repo, env={"GUARDS_LEDGER_LOCK_TIMEOUT": "30"}
+        )
+        took = time.monotonic() - start
+    finally:
+        holder.kill()
+        holder.wait()
+    assert res.returncode == 0, res.stderr
+    assert took < 10
+
+
+def test_busy_lock_is_a_one_line_error_not_a_hang(repo: Path) -> None:
+    """A writer that needs the lock (here: migrating a schema-1 ledger) waits no longer
+    than the setting says."""
+    (repo / "a").write_text("x")
+    write_schema_1(repo)
     holder = _hold_lock(repo)
     try:
         res = run_guards(
@@ -110,6 +144,7 @@ def test_busy_lock_is_a_one_line_error_not_a_hang(repo: Path) -> None:
 
 def test_lock_holder_killed_with_sigkill_does_not_block_next_caller(repo: Path) -> None:
     (repo / "a").write_text("x")
+    write_schema_1(repo)  # the record migrates it: it needs the lock
     holder = _hold_lock(repo)
     os.kill(holder.pid, signal.SIGKILL)
     holder.wait()
@@ -119,7 +154,8 @@ def test_lock_holder_killed_with_sigkill_does_not_block_next_caller(repo: Path) 
     )
     assert res.returncode == 0, res.stderr
     assert time.monotonic() - start < 5
-    assert "a" in json.loads(ledger_file(repo).read_text())["paths"][str(repo.resolve())]
+    assert "a" in ledger_doc(repo)["paths"][str(repo.resolve())]
+    assert ledger_file(repo).read_bytes().startswith(b'{"schema":2,')  # migrated
 
 
 @pytest.mark.parametrize(
@@ -220,7 +256,13 @@ def test_failed_transaction_writes_nothing(tmp_path: Path) -> None:
 def test_unknown_fields_survive_a_rewrite(tmp_path: Path) -> None:
     ledger = Ledger(tmp_path / "guards")
     ledger.directory.mkdir()
-    ledger.path.write_text(json.dumps({"schema": SCHEMA, "sessions": {}, "later": [1]}))
+    odd = {"session": "a", "fingerprint": {"deleted": True}, "recorded": 1, "why": "x"}
+    ledger.path.write_text(
+        json.dumps({"schema": 1, "sessions": {}, "later": [1], "paths": {"/w": {"p": odd}}})
+    )
     with ledger.transaction() as data:
         data.sessions["a"] = {"id": "a"}
-    assert json.loads(ledger.path.read_text())["later"] == [1]
+    assert ledger.read().extra["later"] == [1]
+    ledger.compact()
+    assert ledger.read().extra["later"] == [1]
+    assert ledger.read().paths["/w"]["p"] == odd  # an odd record is kept as it is

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import git, run_guards
+from tests.helpers import git, ledger_doc, run_guards
 
 ALICE = {"GUARDS_SESSION": "alice"}
 BOB = {"GUARDS_SESSION": "bob"}
@@ -131,8 +131,7 @@ def test_committed_paths_stop_being_attributed(repo: Path) -> None:
     run_guards("record", "README", "other", cwd=repo, env=ALICE)
     git(repo, "commit", "-qam", "take README")
     status(repo, ALICE)
-    ledger = json.loads((repo / ".git" / "guards" / "ledger.json").read_text())
-    assert set(ledger["paths"][str(repo.resolve())]) == {"other"}
+    assert set(ledger_doc(repo)["paths"][str(repo.resolve())]) == {"other"}
 
 
 def test_ignored_recorded_path_keeps_its_attribution(repo: Path) -> None:

@@ -30,7 +30,8 @@ from guards.protect.worktrees import (
     serialize,
 )
 from guards.state import session as sessions
-from guards.state.workspace import Workspace, touch_session
+from guards.state.ledger import op_worktree
+from guards.state.workspace import Workspace, touch_record
 
 HELP = "one worktree per writer: add (registered and locked), list, remove safely"
 
@@ -118,9 +119,7 @@ def _add(args: argparse.Namespace) -> int:
             "includes": includes,
             "setup": args.setup,
         }
-        with ws.ledger.transaction() as data:
-            data.worktrees[os.fspath(top)] = record
-            touch_session(data, owner, now)
+        ws.ledger.append([op_worktree(os.fspath(top), record), touch_record(owner, now)])
     setup_rc = 0
     if args.setup is not None:
         setup_rc = subprocess.run(args.setup, shell=True, cwd=top, check=False).returncode

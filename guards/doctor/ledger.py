@@ -70,7 +70,7 @@ def check_ledger(ctx: Context) -> list[Finding]:
             )
         ]
     assert ctx.data is not None
-    if not path.exists():
+    if not ctx.ledger.exists():
         return [
             Finding(
                 Level.OK,

@@ -20,7 +20,8 @@ from guards.state.attribution import Ownership, classify
 from guards.state.workspace import Workspace
 
 if TYPE_CHECKING:
-    from typing import Final
+    from collections.abc import Mapping
+    from typing import Any, Final
 
     from guards.protect.rescue import RescueResult
 
@@ -67,7 +68,7 @@ def classify_radius(ws: Workspace, radius: BlastRadius) -> list[AtRisk]:
         paths = [d.path for d in read_dirty(ws.repo, ignored=True)]
     else:
         paths = [loss.path for loss in radius.losses]
-    records = data.paths.get(ws.repo.worktree_key, {}) if data is not None else {}
+    records: Mapping[str, Any] = data.paths.get(ws.repo.worktree_key, {}) if data else {}
     top = ws.repo.worktree
     fmt = ws.repo.object_format
     at_risk = []

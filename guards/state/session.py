@@ -178,9 +178,15 @@ _hostname: str | None = None
 def hostname() -> str:
     global _hostname
     if _hostname is None:
-        import socket  # lazily: the frame asks only for the caller's id
+        # uname's node name is gethostname() (POSIX), without importing socket (and the
+        # enum and selectors it pulls in) on every `guards record`.
+        uname = getattr(os, "uname", None)
+        if uname is not None:
+            _hostname = uname().nodename
+        else:  # pragma: no cover - not on POSIX
+            import socket
 
-        _hostname = socket.gethostname()
+            _hostname = socket.gethostname()
     return _hostname
 
 
