@@ -211,6 +211,39 @@ def test_status_on_unborn_branch(tmp_path: Path) -> None:
     assert st["a"]["untracked"] is True
 
 
+def test_record_imports_nothing_heavy_and_takes_no_lock(repo: Path) -> None:
+    # `guards record` runs on every agent edit: one journal append. No argparse, no
+    # settings, no pathlib, and no filelock (~30-60 ms to import): appends need no lock.
+    import os
+    import subprocess
+    import sys
+
+    from tests.helpers import PROJECT_ROOT
+
+    (repo / "new.txt").write_text("x\n")
+    heavy = (
+        "argparse", "dataclasses", "filelock", "pathlib", "platformdirs", "socket",
+        "subprocess", "typing",
+    )  # fmt: skip
+    code = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(PROJECT_ROOT)!r})\n"
+        "from guards.main import main\n"
+        "status = main(['record', 'new.txt'])\n"
+        f"print('IMPORTED', [m for m in {heavy!r} if m in sys.modules], status, file=sys.stderr)\n"
+    )
+    for _ in range(2):  # the first creates the journal, the second only appends
+        res = subprocess.run(
+            [sys.executable, "-S", "-c", code],
+            cwd=repo,
+            env={**os.environ, "GUARDS_SESSION": "alice"},
+            capture_output=True,
+            text=True,
+        )
+        assert res.stderr == "IMPORTED [] 0\n"
+    assert ledger_doc(repo)["paths"][str(repo.resolve())]["new.txt"]["session"] == "alice"
+
+
 def test_status_imports_nothing_heavy(repo: Path) -> None:
     # `guards status` reads: git status, the ledger, the settings. None of these modules
     # is needed for that, and each costs milliseconds of start-up (see guards.values).

@@ -903,7 +903,10 @@ class Ledger:
             raise UnknownStateError(
                 f"cannot write the ledger journal {self._journal}: {e.strerror}"
             ) from e
-        if size > _compact_bytes():
+        # Fold when this append crossed a multiple of the limit: one writer in many
+        # tries (should the lock be busy, the next multiple tries again).
+        limit = _compact_bytes()
+        if size // limit != (size - len(payload)) // limit:
             try:
                 self.compact(wait=False)
             except LedgerUnreadableError:
