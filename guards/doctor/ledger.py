@@ -81,7 +81,9 @@ def check_ledger(ctx: Context) -> list[Finding]:
             )
         ]
     d = ctx.data
-    attributed = sum(len(p) for p in d.paths.values())
+    # Other worktrees' attributions are counted from the snapshot (doctor reads only
+    # this worktree's).
+    attributed = sum(len(p) for p in d.paths.values()) + d.elsewhere
     return [
         Finding(
             Level.OK,

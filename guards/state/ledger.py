@@ -308,7 +308,7 @@ class LedgerData(MutableValue):
     were read (``paths`` holds no other; ``rescues`` is empty unless asked for).
     """
 
-    __slots__ = ("extra", "paths", "rescues", "scope", "sessions", "worktrees")
+    __slots__ = ("elsewhere", "extra", "paths", "rescues", "scope", "sessions", "worktrees")
 
     def __init__(
         self,
@@ -326,6 +326,9 @@ class LedgerData(MutableValue):
         self.worktrees = {} if worktrees is None else worktrees
         self.extra = {} if extra is None else extra
         self.scope = scope
+        #: With a scope: how many attributions the snapshot holds for other worktrees
+        #: (their records in the journal not counted).
+        self.elsewhere = 0
 
     def attributions(self, worktree: str) -> Attributions:
         """The attributions of ``worktree`` (created empty when it has none)."""
@@ -557,49 +560,59 @@ def _read_snapshot(
         header = _parse_header(first, file)
         if header is None:
             return _Snapshot(_decode_v1(first + f.read(), file), 0, 1)
-        body = f.read()
-    sections: list[list[Any]] = header["sections"]
-    if sum(s[3] for s in sections) != len(body):
-        raise LedgerFormatError(
-            f"{len(body)} bytes of sections, the header says {sum(s[3] for s in sections)}"
-            " (truncated?)",
-            file=file,
-        )
-    data = LedgerData(scope=scope)
-    for kind, key, offset, length, crc, count in sections:
-        if kind == "paths" and scope is not None and key != scope:
-            continue
-        if kind == "rescues" and not rescues:
-            continue
-        chunk = body[offset : offset + length]
-        if len(chunk) != length or _crc(chunk) != crc:
-            raise LedgerFormatError(f"the {kind} section fails its checksum", file=file)
-        if kind == "paths":
-            data.paths[key] = (
-                Attributions(section=chunk, count=count)
-                if lazy
-                else Attributions(_paths_or_raise(chunk, file))
+        sections: list[list[Any]] = header["sections"]
+        size = os.fstat(f.fileno()).st_size - len(first)
+        if sum(s[3] for s in sections) != size:
+            raise LedgerFormatError(
+                f"{size} bytes of sections, the header says {sum(s[3] for s in sections)}"
+                " (truncated?)",
+                file=file,
             )
-            continue
-        try:
-            doc = json.loads(chunk)
-        except (ValueError, RecursionError) as e:
-            raise LedgerFormatError(f"the {kind} section: {_short(e)}", file=file) from e
-        if kind == "core":
-            if not isinstance(doc, dict) or not all(
-                isinstance(doc.get(k, {}), dict) for k in ("sessions", "worktrees", "extra")
-            ):
-                raise LedgerFormatError("the core section has the wrong shape", file=file)
-            data.sessions = doc.get("sessions", {})
-            data.worktrees = doc.get("worktrees", {})
-            data.extra = doc.get("extra", {})
-        elif kind == "rescues":
-            if not isinstance(doc, list):
-                raise LedgerFormatError("the rescue log is not a list", file=file)
-            data.rescues = doc
-        else:
-            raise LedgerFormatError(f"an unknown section {kind[:20]!r}", file=file)
+        data = LedgerData(scope=scope)
+        for kind, key, offset, length, crc, count in sections:
+            if kind == "paths" and scope is not None and key != scope:
+                data.elsewhere += count
+                continue
+            if kind == "rescues" and not rescues:
+                continue
+            # Only the sections wanted are read: a reader of one worktree never holds
+            # the other worktrees' bytes.
+            f.seek(len(first) + offset)
+            chunk = f.read(length)
+            if len(chunk) != length or _crc(chunk) != crc:
+                raise LedgerFormatError(f"the {kind} section fails its checksum", file=file)
+            _decode_section(data, kind, key, chunk, count, file, lazy)
     return _Snapshot(data, header["generation"], SCHEMA)
+
+
+def _decode_section(
+    data: LedgerData, kind: str, key: str, chunk: bytes, count: int, file: str, lazy: bool
+) -> None:
+    if kind == "paths":
+        data.paths[key] = (
+            Attributions(section=chunk, count=count)
+            if lazy
+            else Attributions(_paths_or_raise(chunk, file))
+        )
+        return
+    try:
+        doc = json.loads(chunk)
+    except (ValueError, RecursionError) as e:
+        raise LedgerFormatError(f"the {kind} section: {_short(e)}", file=file) from e
+    if kind == "core":
+        if not isinstance(doc, dict) or not all(
+            isinstance(doc.get(k, {}), dict) for k in ("sessions", "worktrees", "extra")
+        ):
+            raise LedgerFormatError("the core section has the wrong shape", file=file)
+        data.sessions = doc.get("sessions", {})
+        data.worktrees = doc.get("worktrees", {})
+        data.extra = doc.get("extra", {})
+    elif kind == "rescues":
+        if not isinstance(doc, list):
+            raise LedgerFormatError("the rescue log is not a list", file=file)
+        data.rescues = doc
+    else:
+        raise LedgerFormatError(f"an unknown section {kind[:20]!r}", file=file)
 
 
 def _paths_or_raise(chunk: bytes, file: str) -> dict[str, Any]:
