@@ -71,14 +71,14 @@ def run(args: argparse.Namespace) -> int:
 
 def record(session: str | None, source: str, user_paths: list[str]) -> int:
     from guards.git.repo import discover
-    from guards.state import session as sessions
+    from guards.state import identity
     from guards.state.ledger import Ledger
     from guards.state.workspace import attribute, repo_relative
 
     repo = discover()
-    session_id = sessions.validate_id(session) if session else sessions.caller_id()
+    session_id = identity.validate_id(session) if session else identity.caller_id()
     if session_id is None:
-        raise UsageError(f"which session? give --session or set {sessions.SESSION_ENV}")
+        raise UsageError(f"which session? give --session or set {identity.SESSION_ENV}")
     relative = _expand(repo, [repo_relative(repo, p) for p in user_paths])
     attribute(repo, Ledger(repo.ledger_dir_text, lock_timeout=_lock_timeout(repo)), session_id,
               relative, source)  # fmt: skip

@@ -69,8 +69,6 @@ generation 0 and rewritten as schema 2 by the first compaction.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import time
 from _collections_abc import MutableMapping
@@ -100,6 +98,60 @@ READ_RETRIES = 30
 
 RS = b"\x1e"
 _SEP = (",", ":")
+
+
+def _json() -> Any:
+    """The json module, imported on first use: ``guards record`` writes and checks its
+    few lines without it (json pulls in ``re`` and ``enum``: start-up time)."""
+    import json
+
+    return json
+
+
+def _encode(value: object) -> str:
+    """JSON text of a record, by hand for the types records hold (json's own encoder
+    for anything else, and for strings that need escaping)."""
+    t = type(value)
+    if t is str:
+        text: str = value  # type: ignore[assignment]
+        if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+            return '"' + text + '"'
+    elif value is None:
+        return "null"
+    elif value is True:
+        return "true"
+    elif value is False:
+        return "false"
+    elif t is int:
+        return str(value)
+    elif t is float and -1e300 < value < 1e300:  # type: ignore[operator]
+        return repr(value)
+    elif t is list:
+        return "[" + ",".join(_encode(v) for v in value) + "]"  # type: ignore[attr-defined]
+    encoded: str = _json().dumps(value, separators=_SEP)
+    return encoded
+
+
+def _quick_header(first: bytes) -> tuple[int, int] | None:
+    """(generation, size of the sections) from a schema-2 snapshot header as guards
+    writes it, without json; None when it is not that (the full check decides)."""
+    if not first.startswith(b'{"schema":2,"generation":'):
+        return None
+    parts = first[:200].split(b",", 3)
+    if len(parts) != 4 or not parts[3].startswith(b'"sections":'):
+        return None
+    generation, size = parts[1][13:], parts[2][7:]
+    if not parts[2].startswith(b'"size":') or not generation.isdigit() or not size.isdigit():
+        return None
+    return int(generation), int(size)
+
+
+def _quick_journal_header(first: bytes) -> int | None:
+    prefix = b'{"schema":2,"generation":'
+    number = first[len(prefix) : -2]
+    if first.startswith(prefix) and first.endswith(b"}\n") and number.isdigit():
+        return int(number)
+    return None
 
 
 class LedgerUnreadableError(UnknownStateError):
@@ -285,12 +337,13 @@ class Attributions(MutableMapping):  # type: ignore[type-arg]
         if self._section is not None:
             return self._section
         packed = {p: pack(v) for p, v in self._raw.items()}
-        return json.dumps(packed, separators=_SEP).encode()
+        text: str = _json().dumps(packed, separators=_SEP)
+        return text.encode()
 
 
 def _decode_paths(section: bytes) -> dict[str, Any]:
     try:
-        doc = json.loads(section)
+        doc = _json().loads(section)
     except (ValueError, RecursionError) as e:
         raise LedgerFormatError(f"a paths section: {_short(e)}") from e
     if not isinstance(doc, dict):
@@ -521,13 +574,19 @@ def _check_schema(doc: object, what: str, file: str) -> int:
 def _parse_header(line: bytes, file: str) -> dict[str, Any] | None:
     """The schema-2 header line, or None when the file is a schema-1 document."""
     try:
-        doc = json.loads(line)
+        doc = _json().loads(line)
     except (ValueError, RecursionError):
         return None  # maybe a schema-1 document over several lines: judged as a whole
     if _check_schema(doc, "", file) == 1:
         return None
     sections = doc.get("sections")
     generation = doc.get("generation")
+    if "size" in doc and (
+        not isinstance(sections, list)
+        or not all(isinstance(x, list) and len(x) == 6 for x in sections)
+        or doc["size"] != sum(x[3] for x in sections)
+    ):
+        raise LedgerFormatError("the header's size disagrees with its sections", file=file)
     if not isinstance(sections, list) or type(generation) is not int or generation < 0:
         raise LedgerFormatError("a header without sections or generation", file=file)
     for s in sections:
@@ -596,7 +655,7 @@ def _decode_section(
         )
         return
     try:
-        doc = json.loads(chunk)
+        doc = _json().loads(chunk)
     except (ValueError, RecursionError) as e:
         raise LedgerFormatError(f"the {kind} section: {_short(e)}", file=file) from e
     if kind == "core":
@@ -624,7 +683,7 @@ def _paths_or_raise(chunk: bytes, file: str) -> dict[str, Any]:
 
 def _decode_v1(raw: bytes, file: str) -> LedgerData:
     try:
-        doc = json.loads(raw)
+        doc = _json().loads(raw)
     except ValueError as e:
         raise LedgerFormatError(_short(e), file=file) from e
     except RecursionError as e:  # no ValueError: json's answer to very deep nesting
@@ -639,14 +698,18 @@ def _decode_v1(raw: bytes, file: str) -> LedgerData:
 
 def encode_snapshot(data: LedgerData, generation: int) -> bytes:
     """The snapshot file for ``data`` (everything must have been read: scope None)."""
-    core = json.dumps(
-        {"sessions": data.sessions, "worktrees": data.worktrees, "extra": data.extra},
-        separators=_SEP,
-        sort_keys=True,
-    ).encode()
+    core = (
+        _json()
+        .dumps(
+            {"sessions": data.sessions, "worktrees": data.worktrees, "extra": data.extra},
+            separators=_SEP,
+            sort_keys=True,
+        )
+        .encode()
+    )
     chunks: list[tuple[str, str, bytes, int]] = [
         ("core", "", core, len(data.sessions)),
-        ("rescues", "", json.dumps(data.rescues, separators=_SEP).encode(), len(data.rescues)),
+        ("rescues", "", _json().dumps(data.rescues, separators=_SEP).encode(), len(data.rescues)),
     ]
     for worktree in sorted(data.paths):
         records = data.paths[worktree]
@@ -660,10 +723,16 @@ def encode_snapshot(data: LedgerData, generation: int) -> bytes:
     for kind, key, chunk, count in chunks:
         sections.append([kind, key, offset, len(chunk), _crc(chunk), count])
         offset += len(chunk)
-    header = json.dumps(
-        {"schema": SCHEMA, "generation": generation, "sections": sections}, separators=_SEP
-    ).encode()
-    return header + b"\n" + b"".join(chunk for _, _, chunk, _ in chunks)
+    header = (
+        _json()
+        .dumps(
+            {"schema": SCHEMA, "generation": generation, "size": offset, "sections": sections},
+            separators=_SEP,
+        )
+        .encode()
+    )
+    head: bytes = header
+    return head + b"\n" + b"".join(chunk for _, _, chunk, _ in chunks)
 
 
 # -- journals ---------------------------------------------------------------------------------
@@ -680,16 +749,17 @@ class _Journal:
 
 
 def _journal_header(generation: int) -> bytes:
-    return json.dumps({"schema": SCHEMA, "generation": generation}, separators=_SEP).encode() + (
-        b"\n"
-    )
+    return b'{"schema":%d,"generation":%d}\n' % (SCHEMA, generation)
 
 
 def _parse_journal_header(line: bytes, file: str) -> int:
+    quick = _quick_journal_header(line)
+    if quick is not None and quick >= 1:
+        return quick
     if not line.endswith(b"\n"):
         raise LedgerFormatError("a journal without its header line", file=file)
     try:
-        doc = json.loads(line)
+        doc = _json().loads(line)
     except (ValueError, RecursionError) as e:
         raise LedgerFormatError(f"the journal header: {_short(e)}", file=file) from e
     if _check_schema(doc, "journal ", file) != SCHEMA:
@@ -719,11 +789,11 @@ def _records(journal: _Journal) -> list[Any]:
         return []
     try:
         # One decode for all of them: much faster than one json.loads per line.
-        records = json.loads(b"[" + b",".join(complete) + b"]")
+        records = _json().loads(b"[" + b",".join(complete) + b"]")
     except (ValueError, RecursionError):
         for s in complete:
             try:
-                json.loads(s)
+                _json().loads(s)
             except (ValueError, RecursionError) as e:
                 raise LedgerFormatError(f"a journal record: {_short(e)}", file=journal.path) from e
         raise LedgerFormatError("a journal record", file=journal.path) from None
@@ -904,7 +974,7 @@ class Ledger:
         """
         if not records:
             return
-        payload = b"".join(RS + json.dumps(r, separators=_SEP).encode() + b"\n" for r in records)
+        payload = "".join("\x1e" + _encode(r) + "\n" for r in records).encode()
         try:
             migrate = self._check_snapshot_header()
             if migrate:
@@ -939,11 +1009,16 @@ class Ledger:
             ) from None
         with f:
             first = f.readline()
-            header = _parse_header(first, self._file)
-            if header is None:
-                return True
             size = os.fstat(f.fileno()).st_size
-        if size != len(first) + sum(s[3] for s in header["sections"]):
+            quick = _quick_header(first)
+            if quick is not None:
+                claimed = quick[1]
+            else:
+                header = _parse_header(first, self._file)
+                if header is None:
+                    return True
+                claimed = sum(s[3] for s in header["sections"])
+        if size != len(first) + claimed:
             raise LedgerFormatError("truncated (shorter than its header says)", file=self._file)
         return False
 
@@ -995,9 +1070,13 @@ class Ledger:
     def _snapshot_generation(self) -> int:
         try:
             with open(self._file, "rb") as f:
-                header = _parse_header(f.readline(), self._file)
+                first = f.readline()
         except FileNotFoundError:
             return 0
+        quick = _quick_header(first)
+        if quick is not None:
+            return quick[0]
+        header = _parse_header(first, self._file)
         return 0 if header is None else int(header["generation"])
 
     def _sealed_generations(self) -> list[int]:
@@ -1029,6 +1108,8 @@ class Ledger:
         Nothing is written when the body raises.
         """
 
+        import contextlib
+
         @contextlib.contextmanager
         def body() -> Iterator[LedgerData]:
             steps = self._rewrite_steps()
@@ -1048,8 +1129,10 @@ class Ledger:
         data = next(steps)
         if mutate is not None:
             mutate(data)
-        with contextlib.suppress(StopIteration):
+        try:
             steps.send(data)
+        except StopIteration:
+            return
 
     def _rewrite_steps(
         self, *, wait: bool = True, lazy: bool = False
@@ -1127,8 +1210,10 @@ class Ledger:
     def _drop_sealed(self, upto: int) -> None:
         for g in self._sealed_generations():
             if g <= upto:
-                with contextlib.suppress(FileNotFoundError):
+                try:
                     os.unlink(self._sealed(g))
+                except FileNotFoundError:
+                    continue
 
     # -- keeping untrustworthy files aside ------------------------------------------------------
 
@@ -1158,6 +1243,8 @@ class Ledger:
     def _keep_aside(self, *, locked: bool = False) -> list[str]:
         """Under the lock: move every file that cannot be trusted aside (content intact)
         and rebuild the ledger from the others. Returns the names kept aside."""
+        import contextlib
+
         with contextlib.nullcontext() if locked else self._lock():
             return self._keep_aside_locked()
 

@@ -6,14 +6,13 @@ are journal records (:meth:`Ledger.append`): O(1) whatever the ledger holds, no 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 
 from guards.errors import GuardsError, UsageError
 from guards.git.repo import Repo, discover
-from guards.state import session as sessions
-from guards.state.attribution import UNKNOWN_OWNER, Attribution, Owner, classify, fingerprint
+from guards.state import identity
+from guards.state.fingerprint import Attribution, fingerprint
 from guards.state.ledger import (
     Ledger,
     LedgerData,
@@ -32,6 +31,7 @@ if TYPE_CHECKING:
 
     from guards.config import Config
     from guards.git.dirty import DirtyPath
+    from guards.state.attribution import Owner
 
 
 class Workspace(Value):
@@ -54,7 +54,7 @@ class Workspace(Value):
         config = Config(repo.ledger_dir_text)
         lock_timeout = float(config.get("ledger.lock_timeout"))
         ledger = Ledger(repo.ledger_dir_text, lock_timeout=lock_timeout)
-        return cls(repo=repo, config=config, ledger=ledger, caller=sessions.caller_id())
+        return cls(repo=repo, config=config, ledger=ledger, caller=identity.caller_id())
 
     def read_ledger(
         self, *, rescues: bool = False
@@ -71,6 +71,8 @@ class Workspace(Value):
 
     def owners(self, dirty: list[DirtyPath], data: LedgerData | None) -> list[Owner]:
         """Who owns each dirty path, relative to the caller."""
+        from guards.state.attribution import UNKNOWN_OWNER, classify
+
         if data is None:
             return [UNKNOWN_OWNER for _ in dirty]
         records: Mapping[str, Any] = data.paths.get(self.repo.worktree_key, {})
@@ -108,11 +110,13 @@ def repo_relative(repo: Repo, user_path: str) -> str:
 def touch_session(data: LedgerData, session_id: str, now: float | None = None) -> None:
     """Mark a session active, creating its record when it has none yet (in data being
     rewritten by a transaction; everyday writers append :func:`touch_record`)."""
+    from guards.state.session import Session
+
     now = time.time() if now is None else now
     record = data.sessions.get(session_id)
     if record is None:
-        data.sessions[session_id] = sessions.Session(
-            id=session_id, host=sessions.hostname(), started=now, last_seen=now
+        data.sessions[session_id] = Session(
+            id=session_id, host=identity.hostname(), started=now, last_seen=now
         ).to_json()
     else:
         record["last_seen"] = now
@@ -144,8 +148,10 @@ def release_stale(
         return
     # Each release names the attribution it judged: one recorded meanwhile stays.
     releases = [op_release(key, p, recorded_at(records, p)) for p in candidates]
-    with contextlib.suppress(GuardsError):  # housekeeping: a ledger problem shows elsewhere
+    try:
         ws.ledger.append(releases)
+    except GuardsError:  # housekeeping: a ledger problem shows elsewhere
+        return
 
 
 def _ignored(ws: Workspace, paths: list[str]) -> set[str]:
@@ -162,7 +168,7 @@ def touch_record(
 ) -> list[object]:
     """The journal record that marks a session active (created when it has no record;
     ``label`` and ``worktree`` fill only empty fields)."""
-    return op_touch(session_id, now, sessions.hostname(), label, worktree)
+    return op_touch(session_id, now, identity.hostname(), label, worktree)
 
 
 def record_paths(
