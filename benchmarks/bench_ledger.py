@@ -86,7 +86,10 @@ def bench_record(root: Path, sizes: list[int], repeat: int) -> None:
     own = str(repo.resolve())
     run_env = env(GUARDS_SESSION="s0")
     print(f"  guards ran as: {' '.join(guards_script('record'))}")
-    print(f"  {'attributions':>12} {'start-up':>9} {'record':>9} {'ratio':>6} {'compaction':>11}")
+    print(
+        f"  {'attributions':>12} {'start-up':>9} {'record':>9} {'ratio':>6} "
+        f"{'CPU ratio':>9} {'compaction':>11}"
+    )
     for n in sizes:
         ledger_dir = repo / ".git" / "guards"
         for f in ledger_dir.glob("ledger*"):
@@ -97,7 +100,7 @@ def bench_record(root: Path, sizes: list[int], repeat: int) -> None:
             "start-up": ([sys.executable, "-c", "pass"], repo),
             "record": (guards_script("record", "d0000/f000000.txt"), repo),
         }
-        times, _cpu = interleaved(commands, run_env, repeat)
+        times, cpu = interleaved(commands, run_env, repeat)
         # What the writer that crosses the journal limit pays: ~1,000 records to fold.
         from guards.state.ledger import op_attribute
 
@@ -108,7 +111,8 @@ def bench_record(root: Path, sizes: list[int], repeat: int) -> None:
         compaction = time.perf_counter() - t
         print(
             f"  {n:>12,} {times['start-up'] * 1000:7.1f}ms {times['record'] * 1000:7.1f}ms "
-            f"{times['record'] / times['start-up']:5.2f}x {compaction * 1000:9.1f}ms"
+            f"{times['record'] / times['start-up']:5.2f}x "
+            f"{cpu['record'] / cpu['start-up']:8.2f}x {compaction * 1000:9.1f}ms"
         )
 
 
@@ -233,11 +237,16 @@ def bench_readers(root: Path, files: int, dirty_count: int, repeat: int) -> None
             f.unlink()
         fill_ledger(ledger_dir, own, own_records, others, 1000)
         size = (ledger_dir / "ledger.json").stat().st_size
-        commands = {"git status": (status, repo), "guards frame": (guards_script("frame"), repo)}
+        baseline = f"import subprocess\nsubprocess.run({status!r}, stdout=subprocess.PIPE)\n"
+        commands = {
+            "git status": (status, repo),
+            "python + git status": ([sys.executable, "-c", baseline], repo),
+            "guards frame": (guards_script("frame"), repo),
+        }
         if layout == "spread":  # status releases clean paths: "own" is not its steady state
             commands["guards status"] = (guards_script("status"), repo)
             commands["guards doctor"] = (guards_script("doctor"), repo)
-        times, _cpu = interleaved(commands, run_env, repeat)
+        times, cpu = interleaved(commands, run_env, repeat)
         rss = {
             name: statistics.median(peak(argv, cwd, run_env)[1] for _ in range(3))
             for name, (argv, cwd) in commands.items()
@@ -246,10 +255,11 @@ def bench_readers(root: Path, files: int, dirty_count: int, repeat: int) -> None
             f"  layout {layout}: {len(own_records):,} attributions in the reader's worktree, "
             f"{others:,} elsewhere; snapshot {size / 1e6:.1f} MB"
         )
-        base_t, base_m = times["git status"], rss["git status"]
+        base_t, base_c, base_m = times["git status"], cpu["git status"], rss["git status"]
         for name in commands:
             print(
-                f"    {name:14} {times[name] * 1000:8.1f} ms {times[name] / base_t:5.2f}x   "
+                f"    {name:20} {times[name] * 1000:8.1f} ms {times[name] / base_t:5.2f}x   "
+                f"CPU {cpu[name] * 1000:7.1f} ms {cpu[name] / base_c:5.2f}x   "
                 f"peak RSS {rss[name] / 1024:6.1f} MiB {rss[name] / base_m:5.2f}x"
             )
 

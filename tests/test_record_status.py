@@ -213,7 +213,9 @@ def test_status_on_unborn_branch(tmp_path: Path) -> None:
 
 def test_record_imports_nothing_heavy_and_takes_no_lock(repo: Path) -> None:
     # `guards record` runs on every agent edit: one journal append. No argparse, no
-    # settings, no pathlib, and no filelock (~30-60 ms to import): appends need no lock.
+    # settings, no pathlib, no json/re/enum (the record is written by hand), no hashlib
+    # (OpenSSL; CPython's own SHA-1 hashes the blob), and no filelock (~30-60 ms to
+    # import): appends need no lock.
     import os
     import subprocess
     import sys
@@ -222,8 +224,8 @@ def test_record_imports_nothing_heavy_and_takes_no_lock(repo: Path) -> None:
 
     (repo / "new.txt").write_text("x\n")
     heavy = (
-        "argparse", "dataclasses", "filelock", "pathlib", "platformdirs", "socket",
-        "subprocess", "typing",
+        "argparse", "dataclasses", "enum", "filelock", "hashlib", "json", "pathlib",
+        "platformdirs", "re", "socket", "subprocess", "typing",
     )  # fmt: skip
     code = (
         "import sys\n"

@@ -341,7 +341,7 @@ class Attributions(MutableMapping):  # type: ignore[type-arg]
         return text.encode()
 
 
-def _decode_paths(section: bytes) -> dict[str, Any]:
+def _decode_paths(section: bytes | str) -> dict[str, Any]:
     try:
         doc = _json().loads(section)
     except (ValueError, RecursionError) as e:
@@ -640,6 +640,16 @@ def _read_snapshot(
             chunk = f.read(length)
             if len(chunk) != length or _crc(chunk) != crc:
                 raise LedgerFormatError(f"the {kind} section fails its checksum", file=file)
+            if kind == "paths" and not lazy:
+                # Text (json writes ASCII), and the bytes dropped before the decode: one
+                # copy of the section less at the reader's peak memory.
+                try:
+                    text = chunk.decode("ascii")
+                except UnicodeDecodeError:
+                    raise LedgerFormatError("a paths section is not ASCII", file=file) from None
+                del chunk
+                data.paths[key] = Attributions(_paths_or_raise(text, file))
+                continue
             _decode_section(data, kind, key, chunk, count, file, lazy)
     return _Snapshot(data, header["generation"], SCHEMA)
 
@@ -674,7 +684,7 @@ def _decode_section(
         raise LedgerFormatError(f"an unknown section {kind[:20]!r}", file=file)
 
 
-def _paths_or_raise(chunk: bytes, file: str) -> dict[str, Any]:
+def _paths_or_raise(chunk: bytes | str, file: str) -> dict[str, Any]:
     try:
         return _decode_paths(chunk)
     except LedgerFormatError as e:
