@@ -50,8 +50,7 @@ def build_repo(root: Path, files: int, modified: int, untracked: int) -> Path:
 
 def attribute(repo: Path, count: int, modified: int) -> None:
     """Attribute ``count`` paths: two thirds still dirty, one third clean (to release)."""
-    from guards.commands.record import record_paths
-    from guards.state.workspace import Workspace
+    from guards.state.workspace import Workspace, record_paths
 
     dirty = [f"d{i // 100:04d}/f{i:06d}.txt" for i in range(min(modified, count * 2 // 3))]
     clean = [f"d{i // 100:04d}/f{i:06d}.txt" for i in range(modified, modified + count // 3)]
@@ -104,7 +103,13 @@ def main() -> int:
 
         install_native_hooks(discover(repo))
         hook = repo / ".git" / "hooks" / "post-commit"
-        ledger = repo / ".git" / "guards" / "ledger.json"
+        ledger_dir = repo / ".git" / "guards"
+        from guards.state.ledger import Ledger
+
+        def saved() -> dict[str, bytes]:
+            """The ledger's files (snapshot and journal), folded into the snapshot first."""
+            Ledger(ledger_dir).compact()
+            return {p.name: p.read_bytes() for p in ledger_dir.glob("ledger.j*")}
 
         def run(argv: list[str]) -> Callable[[], object]:
             return lambda: subprocess.run(
@@ -112,16 +117,16 @@ def main() -> int:
             )
 
         attribute(repo, args.attributed, args.modified)
-        full = ledger.read_bytes()
+        full = saved()
         run([str(hook)])()  # releases the clean third
-        steady_state = ledger.read_bytes()
+        steady_state = saved()
 
-        def put(content: bytes | None) -> Callable[[], object]:
+        def put(content: dict[str, bytes] | None) -> Callable[[], object]:
             def prepare() -> None:
-                if content is None:
-                    ledger.unlink(missing_ok=True)
-                else:
-                    ledger.write_bytes(content)
+                for p in ledger_dir.glob("ledger.j*"):
+                    p.unlink()
+                for name, data in (content or {}).items():
+                    (ledger_dir / name).write_bytes(data)
 
             return prepare
 

@@ -40,6 +40,13 @@ def _dispatch(args_list: list[str]) -> int:
         status = fast_main(args_list[1:])
         if status is not None:
             return status
+    if args_list[:1] == ["record"]:
+        # Every agent edit: one journal append, read without argparse.
+        from guards.commands.record import fast_main as record
+
+        status = record(args_list[1:])
+        if status is not None:
+            return status
     first = args_list[0] if args_list else None
     if first in COMMANDS:
         status = _flags_only(first, args_list[1:])

@@ -94,8 +94,19 @@ def record(repo: Path, session: str, *paths: str) -> None:
     record_paths(ws, session, list(paths))
 
 
+def ledger_doc(repo: Path) -> dict[str, Any]:
+    """The whole ledger as one JSON document (its snapshot and journal merged), read
+    without side effects."""
+    from guards.state.ledger import Ledger
+
+    data, problem = Ledger(repo / ".git" / "guards").peek()
+    assert data is not None, problem
+    doc: dict[str, Any] = json.loads(json.dumps(data.to_json()))
+    return doc
+
+
 def attributed(repo: Path) -> dict[str, str]:
-    doc = json.loads((repo / LEDGER).read_text())
+    doc = ledger_doc(repo)
     return {p: r["session"] for p, r in doc["paths"].get(str(repo), {}).items()}
 
 

@@ -20,11 +20,12 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from guards.state.ledger import CORRUPT_SUFFIX
-from tests.helpers import git, make_repo, run_guards
+from guards.state.ledger import CORRUPT_SUFFIX, Ledger
+from tests.helpers import git, ledger_doc, make_repo, run_guards
 
 ROOT = os.geteuid() == 0
 CALLER = {"GUARDS_SESSION": "bob"}
@@ -120,6 +121,18 @@ def ledger_file(repo: Path) -> Path:
     return repo / ".git" / "guards" / "ledger.json"
 
 
+def as_schema_1(repo: Path) -> dict[str, Any]:
+    """Turn the ledger into one schema-1 document (as guards wrote before the journal);
+    returns the document."""
+    doc = ledger_doc(repo)
+    doc["schema"] = 1
+    for name in os.listdir(ledger_file(repo).parent):
+        if name.startswith("ledger."):
+            os.unlink(ledger_file(repo).parent / name)
+    ledger_file(repo).write_text(json.dumps(doc))
+    return doc
+
+
 # -- the ledger ----------------------------------------------------------------------------
 
 
@@ -158,6 +171,7 @@ def test_a_corrupt_ledger_is_kept_aside_and_reported_in_one_line(
 
 
 def test_a_truncated_real_ledger_is_kept_aside(world: Path) -> None:
+    Ledger(ledger_file(world).parent).compact()  # the record is in the snapshot now
     raw = ledger_file(world).read_bytes()
     ledger_file(world).write_bytes(raw[: len(raw) // 2])
     res = run_guards("record", "--session", "carol", "notes.txt", cwd=world)
@@ -210,14 +224,17 @@ def test_an_unusable_ledger_directory_refuses_a_reset_in_one_line(world: Path) -
 
 
 def test_a_directory_where_the_ledger_file_should_be_is_reported(world: Path) -> None:
-    ledger_file(world).unlink()
+    ledger_file(world).unlink(missing_ok=True)
     ledger_file(world).mkdir()
     res = run_guards("status", cwd=world, env=CALLER)
     assert res.returncode == 4 and "ledger" in one_line(res)
 
 
 def test_a_busy_ledger_lock_times_out_with_one_line(world: Path) -> None:
+    """Records need no lock; migrating a schema-1 ledger does."""
     import filelock
+
+    as_schema_1(world)
 
     with filelock.FileLock(str(world / ".git" / "guards" / "ledger.lock")):
         res = run_guards(
@@ -652,7 +669,7 @@ def test_restoring_a_ref_that_does_not_exist_is_one_line(world: Path) -> None:
 
 
 def test_a_hostile_ledger_record_is_treated_as_unknown(world: Path) -> None:
-    doc = json.loads(ledger_file(world).read_bytes())
+    doc = as_schema_1(world)
     key = next(iter(doc["paths"]))
     doc["paths"][key]["README"] = {"session": ["x"], "fingerprint": "nope", "time": "soon"}
     doc["paths"][key]["../../etc/passwd"] = {"session": "alice"}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import git, run_guards
+from tests.helpers import git, ledger_doc, run_guards
 
 ALICE = {"GUARDS_SESSION": "alice"}
 BOB = {"GUARDS_SESSION": "bob"}
@@ -131,8 +131,7 @@ def test_committed_paths_stop_being_attributed(repo: Path) -> None:
     run_guards("record", "README", "other", cwd=repo, env=ALICE)
     git(repo, "commit", "-qam", "take README")
     status(repo, ALICE)
-    ledger = json.loads((repo / ".git" / "guards" / "ledger.json").read_text())
-    assert set(ledger["paths"][str(repo.resolve())]) == {"other"}
+    assert set(ledger_doc(repo)["paths"][str(repo.resolve())]) == {"other"}
 
 
 def test_ignored_recorded_path_keeps_its_attribution(repo: Path) -> None:
@@ -210,6 +209,41 @@ def test_status_on_unborn_branch(tmp_path: Path) -> None:
     (tmp_path / "fresh" / "a").write_text("a\n")
     st = status(tmp_path / "fresh")
     assert st["a"]["untracked"] is True
+
+
+def test_record_imports_nothing_heavy_and_takes_no_lock(repo: Path) -> None:
+    # `guards record` runs on every agent edit: one journal append. No argparse, no
+    # settings, no pathlib, no json/re/enum (the record is written by hand), no hashlib
+    # (OpenSSL; CPython's own SHA-1 hashes the blob), and no filelock (~30-60 ms to
+    # import): appends need no lock.
+    import os
+    import subprocess
+    import sys
+
+    from tests.helpers import PROJECT_ROOT
+
+    (repo / "new.txt").write_text("x\n")
+    heavy = (
+        "argparse", "dataclasses", "enum", "filelock", "hashlib", "json", "pathlib",
+        "platformdirs", "re", "socket", "subprocess", "typing",
+    )  # fmt: skip
+    code = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(PROJECT_ROOT)!r})\n"
+        "from guards.main import main\n"
+        "status = main(['record', 'new.txt'])\n"
+        f"print('IMPORTED', [m for m in {heavy!r} if m in sys.modules], status, file=sys.stderr)\n"
+    )
+    for _ in range(2):  # the first creates the journal, the second only appends
+        res = subprocess.run(
+            [sys.executable, "-S", "-c", code],
+            cwd=repo,
+            env={**os.environ, "GUARDS_SESSION": "alice"},
+            capture_output=True,
+            text=True,
+        )
+        assert res.stderr == "IMPORTED [] 0\n"
+    assert ledger_doc(repo)["paths"][str(repo.resolve())]["new.txt"]["session"] == "alice"
 
 
 def test_status_imports_nothing_heavy(repo: Path) -> None:

@@ -140,6 +140,8 @@ def test_drop_deletes_only_the_named_ref(repo: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     refs = git(repo, "for-each-ref", "--format=%(refname)", "refs/rescue").split()
     assert refs == [b.ref]
+    # its entries in the ledger's rescue log went with it
+    assert [e["ref"] for e in Workspace.open(repo).ledger.read().rescues] == [b.ref]
 
 
 def test_prune_deletes_only_old_rescues_and_only_when_asked(repo: Path) -> None:
@@ -157,6 +159,7 @@ def test_prune_deletes_only_old_rescues_and_only_when_asked(repo: Path) -> None:
     proc = run_guards("rescue", "prune", "--older-than", "30d", cwd=repo)
     assert proc.returncode == 0, proc.stderr
     assert git(repo, "for-each-ref", "--format=%(refname)", "refs/rescue").split() == [new.ref]
+    assert [e["ref"] for e in Workspace.open(repo).ledger.read().rescues] == [new.ref]
     bad = run_guards("rescue", "prune", "--older-than", "soon", cwd=repo)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
 

@@ -301,7 +301,8 @@ def test_ledger_and_settings_files_are_owner_only_even_under_umask_000(
         proc = subprocess.run(
             [sys.executable, "-m", "guards", *args],
             cwd=repo,
-            env={**os.environ, "GUARDS_SESSION": "bob"},
+            # Fold every record into the snapshot: both ledger files get written.
+            env={**os.environ, "GUARDS_SESSION": "bob", "GUARDS_LEDGER_COMPACT_BYTES": "1"},
             capture_output=True,
             text=True,
             preexec_fn=_umask_zero,
@@ -328,7 +329,7 @@ def test_ledger_and_settings_files_are_owner_only_even_under_umask_000(
     for path in checked:
         mode = stat.S_IMODE(path.stat().st_mode)
         assert mode & 0o022 == 0, f"{path} is writable by others: {oct(mode)}"
-    for name in ("ledger.json", "config.toml"):
+    for name in ("ledger.json", "ledger.journal", "config.toml"):
         mode = stat.S_IMODE((ledger_dir / name).stat().st_mode)
         assert mode & 0o077 == 0, f"{name} is readable by others: {oct(mode)}"
 

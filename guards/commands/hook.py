@@ -163,7 +163,7 @@ def _sync_if_attributed() -> str | None:
     if repo.toplevel is None:
         return None
     try:
-        data = Ledger(repo.ledger_dir).read()
+        data = Ledger(repo.ledger_dir).read(repo.worktree_key, rescues=False)
     except LedgerUnreadableError as e:
         return str(e)
     if not data.paths.get(repo.worktree_key):

@@ -35,6 +35,7 @@ from guards.protect.snapshot import (
     read_objects,
     tree_entries,
 )
+from guards.state.ledger import op_drop_rescue
 from guards.state.workspace import Workspace
 
 HELP = "list, show, restore and delete rescues (work saved before a destructive command)"
@@ -435,6 +436,8 @@ def _delete(ws: Workspace, r: Rescue) -> None:
         [*NO_HOOKS, "update-ref", "-m", "guards rescue drop", "-d", r.ref, r.commit],
         readonly=False,
     )
+    # The ledger's rescue log goes with the ref (a journal record: no lock, O(1)).
+    ws.ledger.append([op_drop_rescue(r.ref)])
 
 
 def _drop(args: argparse.Namespace) -> int:

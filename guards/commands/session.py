@@ -11,9 +11,10 @@ from guards import output
 from guards.errors import ExitCode, UsageError
 from guards.protect.persist import end_session
 from guards.state import session as sessions
+from guards.state.ledger import op_start
 from guards.state.repositories import remember
 from guards.state.session import Session
-from guards.state.workspace import Workspace, touch_session
+from guards.state.workspace import Workspace, touch_record
 
 HELP = "start, end, list and keep alive writer sessions"
 
@@ -58,19 +59,18 @@ def _start(args: argparse.Namespace) -> int:
         raise UsageError(f"no process with pid {pid} is running")
     now = time.time()
     worktree = ws.repo.worktree_key if ws.repo.toplevel is not None else None
-    with ws.ledger.transaction() as data:
-        previous = data.sessions.get(session_id)
-        record = Session(
-            id=session_id,
-            label=args.label or (previous or {}).get("label", ""),
-            host=sessions.hostname(),
-            pid=pid,
-            pid_start=pid_start,
-            worktree=worktree,
-            started=float((previous or {}).get("started", now)) if previous else now,
-            last_seen=now,
-        )
-        data.sessions[session_id] = record.to_json()
+    # A start record keeps an earlier label (when none is given) and start time.
+    record = Session(
+        id=session_id,
+        label=args.label,
+        host=sessions.hostname(),
+        pid=pid,
+        pid_start=pid_start,
+        worktree=worktree,
+        started=now,
+        last_seen=now,
+    )
+    ws.ledger.append([op_start(session_id, record.to_json())])
     remember(ws.repo)  # for `guards doctor --all` and `guards reap --all`
     print(f"export {sessions.SESSION_ENV}={shlex.quote(session_id)}")
     return ExitCode.OK
@@ -103,14 +103,13 @@ def _heartbeat(args: argparse.Namespace) -> int:
     session_id = sessions.validate_id(args.session) if args.session else ws.caller
     if session_id is None:
         raise UsageError(f"which session? give --session or set {sessions.SESSION_ENV}")
-    with ws.ledger.transaction() as data:
-        touch_session(data, session_id)
+    ws.ledger.append([touch_record(session_id, time.time())])
     return ExitCode.OK
 
 
 def _list(args: argparse.Namespace) -> int:
     ws = Workspace.open()
-    data = ws.ledger.read()
+    data = ws.ledger.read(rescues=False)  # every worktree: the counts are per session
     ttl = float(ws.config.get("session.ttl"))
     counts: dict[str, int] = {}
     for records in data.paths.values():

@@ -31,9 +31,9 @@ from guards.protect.worktrees import (
     serialize,
 )
 from guards.state import session as sessions
-from guards.state.ledger import LedgerData
+from guards.state.ledger import LedgerData, op_worktree
 from guards.state.repositories import remember
-from guards.state.workspace import Workspace, touch_session
+from guards.state.workspace import Workspace, touch_record
 
 HELP = "one worktree per writer: add (registered and locked), list, remove safely"
 
@@ -124,9 +124,7 @@ def _add(args: argparse.Namespace) -> int:
             "includes": includes,
             "setup": args.setup,
         }
-        with ws.ledger.transaction() as data:
-            data.worktrees[os.fspath(top)] = record
-            touch_session(data, owner, now)
+        ws.ledger.append([op_worktree(os.fspath(top), record), touch_record(owner, now)])
         remember(ws.repo)  # for `guards doctor --all` and `guards reap --all`
     setup_rc = 0
     if args.setup is not None:

@@ -71,7 +71,7 @@ def check_ledger(ctx: Context) -> list[Finding]:
             )
         ]
     assert ctx.data is not None
-    if not path.exists():
+    if not ctx.ledger.exists():
         return [
             Finding(
                 Level.OK,
@@ -82,7 +82,9 @@ def check_ledger(ctx: Context) -> list[Finding]:
             )
         ]
     d = ctx.data
-    attributed = sum(len(p) for p in d.paths.values())
+    # Other worktrees' attributions are counted from the snapshot (doctor reads only
+    # this worktree's).
+    attributed = sum(len(p) for p in d.paths.values()) + d.elsewhere
     return [
         Finding(
             Level.OK,

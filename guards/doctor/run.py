@@ -119,7 +119,8 @@ def open_context(cwd: str | os.PathLike[str] | None = None) -> tuple[Context, li
             )
         )
     ctx.ledger = Ledger(repo.ledger_dir)
-    ctx.data, ctx.ledger_problem = ctx.ledger.peek()  # never moves a corrupt ledger aside
+    # Never moves a corrupt ledger aside; reads this worktree's attributions only.
+    ctx.data, ctx.ledger_problem = ctx.ledger.peek(repo.toplevel_text)
     if ctx.data is not None:
         ctx.sessions = session_states(ctx.data, float(ctx.setting("session.ttl")), now)
     return ctx, findings

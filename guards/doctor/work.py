@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from guards import git
@@ -26,7 +27,9 @@ def check_dirty(ctx: Context) -> list[Finding]:
     dirty = read_dirty(repo)
     if not dirty:
         return [Finding(Level.OK, "paths", "dirty", "the work tree is clean")]
-    records = ctx.data.paths.get(repo.worktree_key, {}) if ctx.data is not None else {}
+    records: Mapping[str, Any] = (
+        ctx.data.paths.get(repo.worktree_key, {}) if ctx.data is not None else {}
+    )
     by_owner: dict[str, int] = {}
     stale: list[tuple[str, float, str]] = []
     orphaned: dict[str, list[str]] = {}

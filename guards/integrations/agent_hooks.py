@@ -37,6 +37,7 @@ from guards.state.identity import session_for as session_for
 #: ``typing`` stays out of the hot path (mypy reads this name as True).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
     from guards.protect.rescue import RescueResult
@@ -379,7 +380,7 @@ def observe(ws: Workspace, sid: str, threshold_ns: int) -> list[str]:
     if not changed:
         return []
     data, _problem = ws.read_ledger()
-    records = data.paths.get(ws.repo.worktree_key, {}) if data is not None else {}
+    records: Mapping[str, Any] = data.paths.get(ws.repo.worktree_key, {}) if data else {}
     threshold_s = threshold_ns / 1e9
     mine = []
     for path in changed:
@@ -547,20 +548,17 @@ def _export_identity(sid: str | None) -> None:
 def _touch(cwd: str, sid: str | None, label: str) -> None:
     if sid is None:
         return
+    import time
+
     from guards.git.repo import NotARepositoryError
-    from guards.state.workspace import Workspace, touch_session
+    from guards.state.workspace import Workspace, touch_record
 
     try:
         ws = Workspace.open(cwd=cwd)
     except NotARepositoryError:
         return
-    with ws.ledger.transaction() as data:
-        touch_session(data, sid)
-        record = data.sessions[sid]
-        if not record.get("label"):
-            record["label"] = label
-        if not record.get("worktree") and ws.repo.toplevel is not None:
-            record["worktree"] = ws.repo.worktree_key
+    # One journal record: the label and worktree fill only empty fields.
+    ws.ledger.append([touch_record(sid, time.time(), label, ws.repo.toplevel_text)])
 
 
 def _persist(ws: Workspace, sid: str) -> None:
@@ -585,13 +583,11 @@ def _session_end(harness: str, event: dict[str, Any]) -> int:
     if sid is None:
         return 0
     try:
+        from guards.state.ledger import op_end
+
         ws = Workspace.open(cwd=_cwd(event))
         _persist(ws, sid)
-        with ws.ledger.transaction() as data:
-            record = data.sessions.get(sid)
-            if record is not None:
-                record["ended"] = True
-                record["last_seen"] = time.time()
+        ws.ledger.append([op_end(sid, time.time())])  # ends a session that has a record
     except NotARepositoryError:
         return 0
     except GuardsError as e:

@@ -130,7 +130,7 @@ def foreign_staged_paths(
     when the staged blob is exactly the recorded content (the work tree moved on, or the
     pre-commit framework stashed the unstaged part away while hooks run).
     """
-    records = data.paths.get(ws.repo.worktree_key) or {}
+    records: Mapping[str, Any] = data.paths.get(ws.repo.worktree_key) or {}
     ttl = float(ws.config.get("session.ttl"))
     live = _live_sessions(data, ttl, time.time()) - {ws.caller or ""}
     candidates = {
@@ -266,7 +266,7 @@ def sync_ledger(ws: Workspace, *, unstaged_hidden: bool = False) -> str | None:
     if ws.repo.toplevel is None:
         return None
     try:
-        data = ws.ledger.read()
+        data = ws.ledger.read(ws.repo.worktree_key, rescues=False)
     except LedgerUnreadableError as e:
         return str(e)
     records = data.paths.get(ws.repo.worktree_key)
@@ -284,7 +284,7 @@ _MAX_ARGV_PATHS = 200
 
 
 def _possibly_hidden(
-    repo: Repo, records: dict[str, dict[str, Any]], dirty: set[str]
+    repo: Repo, records: Mapping[str, dict[str, Any]], dirty: set[str]
 ) -> list[DirtyPath]:
     """Clean-looking tracked paths whose recorded content is not what the index holds."""
     candidates = [p for p in records if p not in dirty]

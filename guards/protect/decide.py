@@ -21,7 +21,8 @@ from guards.state.attribution import Ownership, classify
 from guards.state.workspace import Workspace
 
 if TYPE_CHECKING:
-    from typing import Final
+    from collections.abc import Mapping
+    from typing import Any, Final
 
     from guards.protect.rescue import RescueResult
     from guards.protect.snapshot import Change
@@ -70,7 +71,7 @@ def classify_radius(ws: Workspace, radius: BlastRadius) -> list[AtRisk]:
         # Everything git's status shows, and the losses it does not show (hidden by
         # index flags) that the radius names.
         paths = list(dict.fromkeys([*(d.path for d in read_dirty(ws.repo, ignored=True)), *paths]))
-    records = data.paths.get(ws.repo.worktree_key, {}) if data is not None else {}
+    records: Mapping[str, Any] = data.paths.get(ws.repo.worktree_key, {}) if data else {}
     top = ws.repo.worktree
     fmt = ws.repo.object_format
     at_risk = []
@@ -89,7 +90,7 @@ def classify_radius(ws: Workspace, radius: BlastRadius) -> list[AtRisk]:
     return at_risk
 
 
-def staged_not_proven(ws: Workspace, paths: list[str], records: dict[str, Any]) -> set[str]:
+def staged_not_proven(ws: Workspace, paths: list[str], records: Mapping[str, Any]) -> set[str]:
     """The caller's paths whose staged version is work of its own that the caller's
     attribution does not cover: it differs from HEAD, from the file on disk and from the
     content the caller recorded. Whoever staged it, that is not proven to be the caller.

@@ -42,7 +42,7 @@ from guards.protect.worktrees import (
     real,
     serialize,
 )
-from guards.state.ledger import LedgerData
+from guards.state.ledger import LedgerData, op_forget_paths, op_forget_worktree
 from guards.state.session import Liveness
 from guards.state.workspace import Workspace
 
@@ -283,11 +283,17 @@ def remove_worktree(
 def forget(ws: Workspace, path: str) -> None:
     """Drop the worktree's registration and its path attributions from the ledger."""
     target = real(path)
-    with ws.ledger.transaction() as data:
-        for key in [k for k, rec in data.worktrees.items() if _rec_path(k, rec) == target]:
-            del data.worktrees[key]
-        for key in [k for k in data.paths if real(k) == target or k == path]:
-            del data.paths[key]
+    data = ws.ledger.read(rescues=False)  # every worktree's keys, to find this one's
+    ws.ledger.append(
+        [
+            *(
+                op_forget_worktree(key)
+                for key, rec in data.worktrees.items()
+                if _rec_path(key, rec) == target
+            ),
+            *(op_forget_paths(key) for key in data.paths if real(key) == target or key == path),
+        ]
+    )
 
 
 def _rec_path(key: str, rec: object) -> str:

@@ -23,6 +23,7 @@ from guards.state.ledger import Ledger, LedgerData
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 CLOSING = (
@@ -76,8 +77,8 @@ def attribute(repo: Repo, dirty: list[DirtyPath], caller: str | None) -> Frame:
     if not dirty:
         return Frame([], caller, None)
     # Never the lock, never keeping a corrupt ledger aside: the frame only looks.
-    data, problem = Ledger(repo.ledger_dir_text).peek()
-    records = data.paths.get(repo.worktree_key, {}) if data is not None else {}
+    data, problem = Ledger(repo.ledger_dir_text).peek(repo.toplevel_text, rescues=False)
+    records: Mapping[str, Any] = data.paths.get(repo.worktree_key, {}) if data else {}
     top = repo.worktree_key
     entries = []
     for d in dirty:

@@ -1,29 +1,64 @@
-"""Harness sessions as guards sessions, and who a harness's shell command runs for.
+"""Who is writing: the caller's session id, harness sessions as guards sessions, and
+this host's name.
 
-A harness session ``<id>`` is the guards session ``<harness>-<id>``. The agent hook
-acts as it; the session's shell commands (and the shim or git hooks inside them) are
-identified by ``GUARDS_SESSION`` when the harness lets the hook export it (Claude
-Code's env file), else by the id the harness itself puts in every shell command's
-environment (Codex: ``CODEX_THREAD_ID``, Claude Code: ``CLAUDE_CODE_SESSION_ID``,
-both equal to the hooks' ``session_id``).
+The caller is ``GUARDS_SESSION``; in an agent harness's shell command without it, the
+harness session the command runs for: a harness session ``<id>`` is the guards session
+``<harness>-<id>``, and the harness puts its id in every shell command's environment
+(Codex: ``CODEX_THREAD_ID``, Claude Code: ``CLAUDE_CODE_SESSION_ID``, both equal to the
+hooks' ``session_id``).
 
-Standard library only, nothing imported at start: the agent hook's hot path uses it.
+Kept apart from guards.state.session (liveness, with ``enum``) because ``guards record``
+and the agent hook run on every agent edit and need only these: no regular expression,
+no enum, no socket.
 """
 
 from __future__ import annotations
 
 import os
 
+from guards.errors import UsageError
+
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+SESSION_ENV = "GUARDS_SESSION"
 MAX_ID_LENGTH = 128
-_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:@+=-")
+_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_REST = _FIRST | frozenset("._:@+=-")
 #: harness -> the variable it sets, in every shell command it runs, to its session id.
 #: Checked in this order (a Codex run inside a Claude Code shell inherits both: the
 #: inner, Codex, is the one running the command).
 HARNESS_SESSION_ENV = (("codex", "CODEX_THREAD_ID"), ("claude", "CLAUDE_CODE_SESSION_ID"))
+
+
+def is_valid_id(session_id: str) -> bool:
+    """1-128 characters of ASCII letters, digits and ``._:@+=-``, starting with a letter
+    or digit."""
+    return (
+        0 < len(session_id) <= MAX_ID_LENGTH
+        and session_id[0] in _FIRST
+        and all(c in _REST for c in session_id)
+    )
+
+
+def validate_id(session_id: str, what: str = "session id") -> str:
+    if not is_valid_id(session_id):
+        shown = session_id if len(session_id) <= 40 else session_id[:37] + "..."
+        raise UsageError(
+            f"invalid {what} {shown!r}: use 1-{MAX_ID_LENGTH} letters, digits and ._:@+=- "
+            f"(starting with a letter or digit)"
+        )
+    return session_id
+
+
+def caller_id() -> str | None:
+    """The calling session from ``GUARDS_SESSION``, else the harness session whose shell
+    command this is; None when unidentified."""
+    value = os.environ.get(SESSION_ENV, "").strip()
+    if value:
+        return validate_id(value, f"{SESSION_ENV} value")
+    return harness_caller()
 
 
 def session_for(harness: str, harness_session: str) -> str:
@@ -34,7 +69,7 @@ def session_for(harness: str, harness_session: str) -> str:
     """
     out: list[str] = []
     for c in harness_session.strip():
-        if c in _ID_CHARS:
+        if c in _REST:
             out.append(c)
         elif not out or out[-1] != "-":
             out.append("-")
@@ -57,3 +92,21 @@ def harness_caller(environ: Mapping[str, str] | None = None) -> str | None:
         if value:
             return session_for(harness, value)
     return None
+
+
+_hostname: str | None = None
+
+
+def hostname() -> str:
+    global _hostname
+    if _hostname is None:
+        # uname's node name is gethostname() (POSIX), without importing socket (and the
+        # enum and selectors it pulls in).
+        uname = getattr(os, "uname", None)
+        if uname is not None:
+            _hostname = uname().nodename
+        else:  # pragma: no cover - not on POSIX
+            import socket
+
+            _hostname = socket.gethostname()
+    return _hostname

@@ -10,16 +10,24 @@ from __future__ import annotations
 
 import enum
 import os
-import re
 import time
 
-from guards.errors import UsageError
-from guards.state.identity import MAX_ID_LENGTH as MAX_ID_LENGTH
-from guards.state.identity import harness_caller
+from guards.state.identity import MAX_ID_LENGTH, SESSION_ENV, caller_id, hostname, validate_id
 from guards.values import MutableValue, Value
 
-SESSION_ENV = "GUARDS_SESSION"
-_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+=-]*")
+__all__ = [
+    "MAX_ID_LENGTH",
+    "SESSION_ENV",
+    "Liveness",
+    "Session",
+    "Verdict",
+    "caller_id",
+    "hostname",
+    "judge",
+    "new_id",
+    "process_start_time",
+    "validate_id",
+]
 
 
 class Liveness(str, enum.Enum):
@@ -155,39 +163,8 @@ def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def validate_id(session_id: str, what: str = "session id") -> str:
-    if not session_id or len(session_id) > MAX_ID_LENGTH or not _ID_PATTERN.fullmatch(session_id):
-        shown = session_id if len(session_id) <= 40 else session_id[:37] + "..."
-        raise UsageError(
-            f"invalid {what} {shown!r}: use 1-{MAX_ID_LENGTH} letters, digits and ._:@+=- "
-            f"(starting with a letter or digit)"
-        )
-    return session_id
-
-
-def caller_id() -> str | None:
-    """The calling session from ``GUARDS_SESSION``, else the harness session whose shell
-    command this is; None when unidentified."""
-    value = os.environ.get(SESSION_ENV, "").strip()
-    if value:
-        return validate_id(value, f"{SESSION_ENV} value")
-    return harness_caller()
-
-
 def new_id() -> str:
     return time.strftime("s-%Y%m%d-%H%M%S", time.gmtime()) + f"-{os.getpid()}"
-
-
-_hostname: str | None = None
-
-
-def hostname() -> str:
-    global _hostname
-    if _hostname is None:
-        import socket  # lazily: the frame asks only for the caller's id
-
-        _hostname = socket.gethostname()
-    return _hostname
 
 
 def process_start_time(pid: int) -> str | None:

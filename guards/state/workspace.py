@@ -1,18 +1,37 @@
-"""The caller's view of one repository: where it is, its settings, its ledger, who asks."""
+"""The caller's view of one repository: where it is, its settings, its ledger, who asks.
+
+Everyday ledger writes (attributing paths, touching a session, releasing clean paths)
+are journal records (:meth:`Ledger.append`): O(1) whatever the ledger holds, no lock.
+"""
 
 from __future__ import annotations
 
 import os
 import time
 
-from guards.config import Config
 from guards.errors import GuardsError, UsageError
-from guards.git.dirty import DirtyPath
 from guards.git.repo import Repo, discover
-from guards.state import session as sessions
-from guards.state.attribution import UNKNOWN_OWNER, Attribution, Owner, classify, fingerprint
-from guards.state.ledger import Ledger, LedgerData, LedgerUnreadableError
+from guards.state import identity
+from guards.state.fingerprint import Attribution, fingerprint
+from guards.state.ledger import (
+    Ledger,
+    LedgerData,
+    LedgerUnreadableError,
+    op_attribute,
+    op_release,
+    op_touch,
+    recorded_at,
+)
 from guards.values import Value
+
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from guards.config import Config
+    from guards.git.dirty import DirtyPath
+    from guards.state.attribution import Owner
 
 
 class Workspace(Value):
@@ -29,24 +48,34 @@ class Workspace(Value):
 
     @classmethod
     def open(cls, cwd: str | os.PathLike[str] | None = None) -> Workspace:
+        from guards.config import Config
+
         repo = discover(cwd)
         config = Config(repo.ledger_dir_text)
         lock_timeout = float(config.get("ledger.lock_timeout"))
         ledger = Ledger(repo.ledger_dir_text, lock_timeout=lock_timeout)
-        return cls(repo=repo, config=config, ledger=ledger, caller=sessions.caller_id())
+        return cls(repo=repo, config=config, ledger=ledger, caller=identity.caller_id())
 
-    def read_ledger(self) -> tuple[LedgerData | None, LedgerUnreadableError | None]:
-        """The ledger, or the reason it cannot be trusted (then every owner is unknown)."""
+    def read_ledger(
+        self, *, rescues: bool = False
+    ) -> tuple[LedgerData | None, LedgerUnreadableError | None]:
+        """The ledger, or the reason it cannot be trusted (then every owner is unknown).
+
+        Only this worktree's attributions are read (``data.scope``; everything in a bare
+        repository), and the rescue log only when asked for.
+        """
         try:
-            return self.ledger.read(), None
+            return self.ledger.read(self.repo.toplevel_text, rescues=rescues), None
         except LedgerUnreadableError as e:
             return None, e
 
     def owners(self, dirty: list[DirtyPath], data: LedgerData | None) -> list[Owner]:
         """Who owns each dirty path, relative to the caller."""
+        from guards.state.attribution import UNKNOWN_OWNER, classify
+
         if data is None:
             return [UNKNOWN_OWNER for _ in dirty]
-        records = data.paths.get(self.repo.worktree_key, {})
+        records: Mapping[str, Any] = data.paths.get(self.repo.worktree_key, {})
         top = self.repo.worktree_key
         fmt = self.repo.object_format
         join = os.path.join  # strings, not Paths: this runs once per dirty path
@@ -54,29 +83,40 @@ class Workspace(Value):
 
     def repo_relative(self, user_path: str) -> str:
         """A path as the user typed it (relative to the cwd) -> repository-relative."""
-        from pathlib import Path  # here: reading (status) never needs it
+        return repo_relative(self.repo, user_path)
 
-        top = self.repo.worktree
-        absolute = Path(os.path.abspath(user_path))
-        # Resolve the directories but not the last component: a symlink is itself a file.
-        parent = Path(os.path.realpath(absolute.parent))
-        candidate = parent / absolute.name if absolute.name else parent
-        try:
-            rel = candidate.relative_to(os.path.realpath(top))
-        except ValueError:
-            raise UsageError(f"{user_path!r} is outside the repository at {top}") from None
-        if rel.parts and rel.parts[0] == ".git":
-            raise UsageError(f"{user_path!r} is inside the .git directory")
-        return rel.as_posix() if rel.parts else ""
+
+def repo_relative(repo: Repo, user_path: str) -> str:
+    """A path as the user typed it (relative to the cwd) -> repository-relative (text
+    only: ``guards record`` never needs pathlib)."""
+    top = repo.worktree_key
+    absolute = os.path.abspath(user_path)
+    # Resolve the directories but not the last component: a symlink is itself a file.
+    head, name = os.path.split(absolute)
+    parent = os.path.realpath(head)
+    candidate = os.path.join(parent, name) if name else parent
+    root = os.path.realpath(top).rstrip("/") or "/"
+    if candidate == root:
+        return ""
+    prefix = root if root.endswith("/") else root + "/"
+    if not candidate.startswith(prefix):
+        raise UsageError(f"{user_path!r} is outside the repository at {top}")
+    rel = candidate[len(prefix) :]
+    if rel.split("/", 1)[0] == ".git":
+        raise UsageError(f"{user_path!r} is inside the .git directory")
+    return rel
 
 
 def touch_session(data: LedgerData, session_id: str, now: float | None = None) -> None:
-    """Mark a session active, creating its record when it has none yet."""
+    """Mark a session active, creating its record when it has none yet (in data being
+    rewritten by a transaction; everyday writers append :func:`touch_record`)."""
+    from guards.state.session import Session
+
     now = time.time() if now is None else now
     record = data.sessions.get(session_id)
     if record is None:
-        data.sessions[session_id] = sessions.Session(
-            id=session_id, host=sessions.hostname(), started=now, last_seen=now
+        data.sessions[session_id] = Session(
+            id=session_id, host=identity.hostname(), started=now, last_seen=now
         ).to_json()
     else:
         record["last_seen"] = now
@@ -91,29 +131,27 @@ def release_stale(
     recorded path that still exists may be ignored (and still work): those are kept
     unless git says they are not ignored.
     """
-    records = data.paths.get(ws.repo.worktree_key)
+    key = ws.repo.worktree_key
+    records = data.paths.get(key)
     if not records:
         return
     dirty_paths = {d.path for d in dirty}
     candidates = [p for p in records if p not in dirty_paths]
     if not candidates:
         return
-    top = ws.repo.worktree
+    top = ws.repo.worktree_key
     if not ignored_listed:
-        existing = [p for p in candidates if os.path.lexists(top / p)]
+        existing = [p for p in candidates if os.path.lexists(os.path.join(top, p))]
         ignored = _ignored(ws, existing) if existing else set()
         candidates = [p for p in candidates if p not in ignored]
     if not candidates:
         return
+    # Each release names the attribution it judged: one recorded meanwhile stays.
+    releases = [op_release(key, p, recorded_at(records, p)) for p in candidates]
     try:
-        with ws.ledger.transaction() as fresh:
-            current = fresh.paths.get(ws.repo.worktree_key, {})
-            for p in candidates:
-                # Only what we judged: a newer record made meanwhile stays.
-                if p in current and current[p].get("recorded") == records[p].get("recorded"):
-                    del current[p]
-    except GuardsError:
-        pass  # housekeeping only: a busy or unwritable ledger is reported elsewhere
+        ws.ledger.append(releases)
+    except GuardsError:  # housekeeping: a ledger problem shows elsewhere
+        return
 
 
 def _ignored(ws: Workspace, paths: list[str]) -> set[str]:
@@ -125,19 +163,40 @@ def _ignored(ws: Workspace, paths: list[str]) -> set[str]:
     return {os.fsdecode(p) for p in git.zsplit(res.stdout)}
 
 
+def touch_record(
+    session_id: str, now: float, label: str | None = None, worktree: str | None = None
+) -> list[object]:
+    """The journal record that marks a session active (created when it has no record;
+    ``label`` and ``worktree`` fill only empty fields)."""
+    return op_touch(session_id, now, identity.hostname(), label, worktree)
+
+
 def record_paths(
     ws: Workspace, session_id: str, relative: list[str], source: str = "record"
 ) -> None:
     """Attribute each repository-relative path, as it is now, to ``session_id``."""
-    top = ws.repo.worktree
-    fmt = ws.repo.object_format
-    prints = {rel: fingerprint(top / rel, fmt) for rel in relative}
-    now = time.time()
-    with ws.ledger.transaction() as data:
-        touch_session(data, session_id, now)
-        records = data.paths.setdefault(ws.repo.worktree_key, {})
-        for rel, fp in prints.items():
-            records[rel] = Attribution(session_id, fp, now, source).to_json()
+    attribute(ws.repo, ws.ledger, session_id, relative, source)
     from guards.state.repositories import remember
 
     remember(ws.repo)  # for `guards doctor --all` and `guards reap --all`
+
+
+def attribute(
+    repo: Repo, ledger: Ledger, session_id: str, relative: list[str], source: str = "record"
+) -> None:
+    """:func:`record_paths` for a repository and ledger (no settings needed): one
+    journal append, whatever the ledger holds."""
+    top = repo.worktree_key
+    fmt = repo.object_format
+    join = os.path.join
+    prints = [(rel, fingerprint(join(top, rel), fmt)) for rel in relative]
+    now = time.time()
+    ledger.append(
+        [
+            touch_record(session_id, now),
+            *(
+                op_attribute(top, rel, Attribution(session_id, fp, now, source).to_json())
+                for rel, fp in prints
+            ),
+        ]
+    )

@@ -9,12 +9,13 @@ from guards.protect.rescue.naming import _who
 from guards.protect.rescue.push import PushOutcome
 from guards.protect.rescue.result import RescueResult
 from guards.state import session as sessions
-from guards.state.ledger import Ledger
+from guards.state.ledger import op_rescue
 from guards.state.workspace import Workspace
 
 #: How many paths of one rescue the ledger's log keeps (the commit names them all).
 LOGGED_PATHS = 100
-#: seconds a rescue waits for the ledger lock to log itself before it moves on
+#: seconds a rescue once waited for the ledger lock to log itself (logging is a journal
+#: append now and waits for nothing; kept for the package's exports)
 LOG_LOCK_WAIT = 1.0
 
 
@@ -47,12 +48,9 @@ def log_rescues(ws: Workspace, results: list[RescueResult], *, command: str, now
         for r in results
     ]
     # The refs hold everything (their trailers); the log only helps doctor and friends.
-    # Waiting long for a busy lock here would hold back the command the user asked for and
-    # widen the window in which another writer's fresh save meets it: wait briefly only.
-    log = Ledger(ws.ledger.directory, lock_timeout=min(ws.ledger.lock_timeout, LOG_LOCK_WAIT))
+    # One journal append: no lock to wait for before the command the user asked for runs.
     try:
-        with log.transaction() as data:
-            data.rescues.extend(entries)
+        ws.ledger.append([op_rescue(entry) for entry in entries])
     except GuardsError as e:
         warn(f"rescue done but not logged in the ledger ({e}); `guards rescue list` shows it")
 
@@ -93,7 +91,7 @@ def report_line(result: RescueResult) -> str:
 
 def rescue_log_entries(ws: Workspace) -> dict[str, dict[str, Any]]:
     """The ledger's rescue log by ref (the newest entry wins); empty when unreadable."""
-    data, _problem = ws.read_ledger()
+    data, _problem = ws.read_ledger(rescues=True)
     if data is None:
         return {}
     return {str(e.get("ref")): e for e in data.rescues if isinstance(e, dict)}
