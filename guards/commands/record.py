@@ -82,6 +82,9 @@ def record(session: str | None, source: str, user_paths: list[str]) -> int:
     relative = _expand(repo, [repo_relative(repo, p) for p in user_paths])
     attribute(repo, Ledger(repo.ledger_dir_text, lock_timeout=_lock_timeout(repo)), session_id,
               relative, source)  # fmt: skip
+    from guards.state.repositories import remember
+
+    remember(repo)  # for `guards doctor --all` and `guards reap --all`
     return ExitCode.OK
 
 

@@ -389,7 +389,12 @@ def _session_workspace(ws: Workspace, session_id: str) -> Workspace:
     """Where the session's work is: the worktree holding most of the paths it recorded
     (then the worktree it started in), when that still is one of this repository's;
     else ``ws``'s. Either way with the session as the caller."""
-    data, _problem = ws.read_ledger()
+    from guards.state.ledger import LedgerUnreadableError
+
+    try:
+        data = ws.ledger.read(rescues=False)  # every worktree's attributions
+    except LedgerUnreadableError:
+        data = None
     candidates: list[str] = []
     if data is not None:
         counts = {
@@ -399,7 +404,6 @@ def _session_workspace(ws: Workspace, session_id: str) -> Workspace:
                 if isinstance(rec, dict) and rec.get("session") == session_id
             )
             for top, records in data.paths.items()
-            if isinstance(records, dict)
         }
         candidates += sorted((t for t, n in counts.items() if n), key=lambda t: -counts[t])
         record = data.sessions.get(session_id)

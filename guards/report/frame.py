@@ -77,7 +77,8 @@ def attribute(repo: Repo, dirty: list[DirtyPath], caller: str | None) -> Frame:
     if not dirty:
         return Frame([], caller, None)
     # Never the lock, never keeping a corrupt ledger aside: the frame only looks.
-    data, problem = Ledger(repo.ledger_dir_text).peek(repo.toplevel_text, rescues=False)
+    # The rescue log too: the last checkpoints of dead sessions come from it.
+    data, problem = Ledger(repo.ledger_dir_text).peek(repo.toplevel_text, rescues=True)
     records: Mapping[str, Any] = data.paths.get(repo.worktree_key, {}) if data else {}
     top = repo.worktree_key
     entries = []

@@ -13,7 +13,6 @@ registry that cannot be written never fails the command that wanted it.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -23,6 +22,7 @@ from guards.values import Value
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from collections.abc import Iterable
+    from types import ModuleType
 
     from guards.fsutil import locked
     from guards.git.repo import Repo
@@ -78,7 +78,7 @@ def known() -> list[KnownRepository]:
     seen: dict[str, KnownRepository] = {}
     for line in raw.splitlines():
         try:
-            entry = json.loads(line)
+            entry = _json().loads(line)
         except ValueError:
             continue
         if not isinstance(entry, dict) or not isinstance(entry.get("git_dir"), str):
@@ -92,12 +92,34 @@ def known() -> list[KnownRepository]:
     return list(seen.values())
 
 
+def _json() -> ModuleType:
+    import json  # only when the registry changes or is listed: `guards record` runs often
+
+    return json
+
+
+def _listed_verbatim(git_dir: str) -> bool:
+    """A plain path is written in the registry exactly as it is (JSON needs no escape):
+    found there, it is registered, and no JSON parsing is needed."""
+    if any(c in git_dir for c in '"\\') or not git_dir.isascii() or not git_dir.isprintable():
+        return False
+    try:
+        with open(registry_file(), "rb") as f:
+            raw = f.read()
+    except OSError:
+        return False
+    return f'"git_dir": "{git_dir}"'.encode() in raw
+
+
 def remember(repo: Repo) -> None:
     """Register ``repo`` if it is not yet (best effort: never raises)."""
     git_dir = os.path.realpath(repo.common_dir_text)
     if git_dir in _known_here:
         return
     try:
+        if _listed_verbatim(git_dir):
+            _known_here.add(git_dir)
+            return
         if any(k.git_dir == git_dir for k in known()):
             _known_here.add(git_dir)
             return
@@ -111,7 +133,7 @@ def _append(git_dir: str) -> None:
     with _lock():
         if any(k.git_dir == git_dir for k in known()):
             return
-        line = json.dumps({"git_dir": git_dir, "added": time.time()}) + "\n"
+        line = _json().dumps({"git_dir": git_dir, "added": time.time()}) + "\n"
         fd = os.open(registry_file(), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, line.encode())
@@ -131,7 +153,7 @@ def drop(git_dirs: Iterable[str]) -> bool:
         with _lock():
             kept = [k for k in known() if k.git_dir not in gone]
             text = "".join(
-                json.dumps({"git_dir": k.git_dir, "added": k.added}) + "\n" for k in kept
+                _json().dumps({"git_dir": k.git_dir, "added": k.added}) + "\n" for k in kept
             )
             atomic_write(registry_file(), text.encode(), mode=PRIVATE)
     except Exception:
