@@ -1,7 +1,8 @@
 """Guards' own files: one atomic write and one file lock.
 
 Every file guards keeps content in (the ledger, settings, install manifests, hook
-scripts, the shim, the harness settings, the exclude block) is written by
+scripts, the shim, the harness settings, the exclude block, the agent hook's rescue
+receipts) is written by
 :func:`atomic_write`, so a reader sees the old content or the new, never a torn mix, and
 a crash never leaves half a file. The ledger and the worktree registry are serialized
 by :class:`locked`, an OS lock (a holder killed with SIGKILL releases it).

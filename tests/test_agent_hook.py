@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from guards.commands.agent_hook import session_for
+from guards.protect import receipts
+from guards.protect.guard import guard_line
 from tests.helpers import git, make_repo, run_guards
 
 BOB = session_for("claude", "bob")
@@ -242,7 +244,8 @@ def test_the_shim_inside_the_hooked_command_does_not_rescue_the_same_work_again(
     assert git(repo, "show", f"{ref}:src/app.py") == "print('alice')\n"
     assert (repo / "src/app.py").read_text() == "print('hi')\n"  # git ran
     receipts = repo / ".git/guards/receipts"
-    assert len(list(receipts.iterdir())) == 1
+    [receipt] = receipts.iterdir()
+    assert receipt.stat().st_mode & 0o777 == 0o600  # written by fsutil.atomic_write
     post = {**bash_event("bob", "git reset --hard", "toolu_9"), "hook_event_name": "PostToolUse"}
     assert send(repo, post).returncode == 0
     assert list(receipts.iterdir()) == []  # the command ended: its receipt went with it
@@ -268,6 +271,22 @@ def test_a_receipt_proves_nothing_to_another_session_or_without_its_ref(
         git(repo, "update-ref", "-d", rescue_refs(repo)[0])
     res = shim_runs(repo, "carol" if why == "another session" else BOB)
     assert res.returncode == 0 and "guards: rescued 1 path of session alice" in res.stderr
+
+
+def test_one_line_s_rescues_in_two_places_of_a_repository_leave_one_receipt_for_both(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alice_dirty(repo)
+    (repo / "README").write_text("alice's readme\n")
+    assert run_guards("record", "--session", "alice", "README", cwd=repo).returncode == 0
+    monkeypatch.setenv("GUARDS_SESSION", BOB)
+    in_src = guard_line("git checkout -- .", str(repo / "src"))
+    at_top = guard_line("git checkout -- README", str(repo))
+    files = receipts.write(BOB, "toolu_3", in_src.rescues + at_top.rescues)
+    assert len(files) == 1 and len(rescue_refs(repo)) == 2
+    res = shim_runs(repo)  # reset --hard: both paths at risk, both already rescued
+    assert res.returncode == 0 and "guards:" not in res.stderr, res.stderr
+    assert len(rescue_refs(repo)) == 2
 
 
 def test_codex_s_shim_is_identified_by_the_thread_id_and_rescues_nothing_twice(

@@ -273,19 +273,11 @@ def _leave_receipts(
     from guards.errors import GuardsError
     from guards.protect import receipts
 
-    by_place: dict[str, list[RescueResult]] = {}
-    for where, result in rescues:
-        by_place.setdefault(where, []).append(result)
-    files = []
-    for where, results in by_place.items():
-        try:
-            written = receipts.write(where, sid, use_id, results)
-        except (GuardsError, OSError) as e:  # without it the shim rescues again: no loss
-            _say(f"guards agent-hook: cannot leave the rescue receipt ({_one_line(e)})")
-            continue
-        if written is not None:
-            files.append(written)
-    return files
+    try:
+        return receipts.write(sid, use_id, rescues)
+    except (GuardsError, OSError) as e:  # without a receipt the shim rescues again: no loss
+        _say(f"guards agent-hook: cannot leave the rescue receipt ({_one_line(e)})")
+        return []
 
 
 def _mark_start(

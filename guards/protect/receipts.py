@@ -25,10 +25,12 @@ the receipts of a command whose end never came are swept after a day.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import time
 
+from guards import fsutil
 from guards.state.workspace import Workspace
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
@@ -46,32 +48,32 @@ def _file_name(session: str, key: str) -> str:
     return safe[:200] + ".json"
 
 
-def write(directory: str, session: str, key: str, results: list[RescueResult]) -> str | None:
-    """Leave the receipt of ``results`` (rescues in the repository at ``directory``) for
-    command ``key`` of ``session``; returns its file, None when there is nothing to say."""
-    rescues = [
-        {"ref": r.ref, "commit": r.commit, "index": r.index_commit, "paths": r.paths}
-        for r in results
-        if r.index_commit is not None and r.paths
-    ]
-    if not rescues:
-        return None
-    ws = Workspace.open(cwd=directory)
-    if ws.repo.toplevel is None:
-        return None
-    folder = ws.repo.ledger_dir / RECEIPTS_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / _file_name(session, key)
-    doc = {
-        "session": session,
-        "worktree": ws.repo.worktree_key,
-        "time": time.time(),
-        "rescues": rescues,
-    }
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(doc), encoding="utf-8")
-    os.replace(tmp, path)
-    return str(path)
+def write(session: str, key: str, rescues: list[tuple[str, RescueResult]]) -> list[str]:
+    """Leave the receipts of ``rescues`` (each with a directory of the repository it was
+    made in) for command ``key`` of ``session``: one file per repository; returns them."""
+    by_repo: dict[str, tuple[Workspace, list[dict[str, object]]]] = {}
+    opened: dict[str, Workspace] = {}
+    for where, r in rescues:
+        if r.index_commit is None or not r.paths:
+            continue  # a kept commit, not paths: nothing a path check could use
+        ws = opened.get(where) or opened.setdefault(where, Workspace.open(cwd=where))
+        if ws.repo.toplevel is None:
+            continue
+        entry = by_repo.setdefault(ws.repo.worktree_key, (ws, []))
+        entry[1].append(
+            {"ref": r.ref, "commit": r.commit, "index": r.index_commit, "paths": r.paths}
+        )
+    files = []
+    for worktree, (ws, receipts) in by_repo.items():
+        folder = ws.repo.ledger_dir / RECEIPTS_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        # One ledger directory serves every linked worktree: the name says which.
+        digest = hashlib.sha256(worktree.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+        path = folder / _file_name(session, f"{key}.{digest}")
+        doc = {"session": session, "worktree": worktree, "time": time.time(), "rescues": receipts}
+        fsutil.atomic_write(path, json.dumps(doc).encode())
+        files.append(str(path))
+    return files
 
 
 def discard(files: list[str]) -> None:

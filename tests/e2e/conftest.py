@@ -38,12 +38,14 @@ def gemini(clis: dict[str, Cli]) -> Cli:
 
 
 @pytest.fixture
-def model() -> Iterator[Callable[[list[Step]], ModelServer]]:
+def model() -> Iterator[Callable[..., ModelServer]]:
     """Start a fake model answering from a script; stopped (and checked) at teardown."""
     servers: list[ModelServer] = []
 
-    def start(script: list[Step]) -> ModelServer:
-        server = ModelServer(script).start()
+    def start(
+        script: list[Step], before_step: dict[int, Callable[[], object]] | None = None
+    ) -> ModelServer:
+        server = ModelServer(script, before_step=before_step or {}).start()
         servers.append(server)
         return server
 

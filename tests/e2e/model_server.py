@@ -12,8 +12,11 @@ main loop). It answers from a script written in neutral actions (:func:`shell`,
   text (or, for Gemini's JSON calls, an object of the requested schema).
 
 Every request body is logged (:attr:`ModelServer.requests`): that is where a test sees
-what the CLI's hooks put in front of the model. The server runs in a daemon thread of
-the test process and stops itself after ``lifetime`` seconds at the latest.
+what the CLI's hooks put in front of the model. ``before_step`` runs a test's function
+once before step ``i`` is answered, while the CLI waits: the world between two tool
+calls (another writer's edit, a check of what the last command left). The server runs
+in a daemon thread of the test process and stops itself after ``lifetime`` seconds at
+the latest.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from __future__ import annotations
 import json
 import shlex
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -97,6 +100,7 @@ class Request:
 class ModelServer:
     script: list[Step]
     lifetime: float = 120.0
+    before_step: dict[int, Callable[[], object]] = field(default_factory=dict)
     requests: list[Request] = field(default_factory=list)
     #: Problems seen while answering (a tool the CLI did not offer, an unknown path...).
     errors: list[str] = field(default_factory=list)
@@ -104,6 +108,7 @@ class ModelServer:
     _timer: threading.Timer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _ids: int = 0
+    _prepared: set[int] = field(default_factory=set)
 
     # -- life ------------------------------------------------------------------------
 
@@ -159,6 +164,16 @@ class ModelServer:
 
     # -- answering ---------------------------------------------------------------------
 
+    def _prepare(self, step: int) -> None:
+        with self._lock:
+            todo = step in self.before_step and step not in self._prepared
+            self._prepared.add(step)
+        if todo:
+            try:
+                self.before_step[step]()
+            except Exception as e:  # the CLI is still waiting: report, answer anyway
+                self.errors.append(f"before step {step}: {e.__class__.__name__}: {e}")
+
     def next_id(self, prefix: str) -> str:
         with self._lock:
             self._ids += 1
@@ -176,6 +191,7 @@ class ModelServer:
         if request.offers_tools:
             step = assistant_turns(dialect, body)
             request.step = step
+            self._prepare(step)
             reply: Step = self.script[step] if step < len(self.script) else DONE
             offered = tool_names(dialect, body)
             if not isinstance(reply, str):

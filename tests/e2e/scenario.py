@@ -5,9 +5,11 @@ writer's uncommitted work, and readers for what guards left behind."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests.e2e.model_server import ModelServer, Step, say, shell
 from tests.helpers import git, make_repo, run_guards
 
 #: The other writer whose uncommitted work the agent's commands meet.
@@ -76,3 +78,67 @@ def observe_markers(repo: Path) -> list[str]:
     """Start markers of shell commands whose end the hook never saw."""
     folder = repo / ".git/guards/observe"
     return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+
+
+# -- each destructive form in turn, in one session -----------------------------------------
+
+#: command -> (alice's paths it destroys, the work tree it leaves: path -> content or None)
+DESTRUCTIVE: dict[str, tuple[list[str], dict[str, str | None]]] = {
+    "git reset --hard": (["src/app.py"], {"src/app.py": FILES["src/app.py"]}),
+    "git checkout -- .": (["src/app.py"], {"src/app.py": FILES["src/app.py"]}),
+    "git clean -fd": (["src/alice_new.py"], {"src/alice_new.py": None}),
+    "git stash -u": (
+        ["src/alice_new.py", "src/app.py"],
+        {"src/app.py": FILES["src/app.py"], "src/alice_new.py": None},
+    ),
+}
+RESCUED = "guards: rescued"
+
+
+class Tour:
+    """The agent runs each destructive form in turn, in one session (one CLI start).
+
+    Before each command alice's work is written (again); once the command ran, what it
+    left is checked and the rescue ref it made is noted: all while the CLI waits for the
+    model's next answer.
+    """
+
+    def __init__(self, repo: Path) -> None:
+        self.repo = repo
+        self.commands = list(DESTRUCTIVE)
+        #: command -> the rescue refs that appeared while it ran
+        self.refs: dict[str, list[str]] = {}
+        self._known: set[str] = set()
+
+    def script(self) -> list[Step]:
+        return [*([shell(c)] for c in self.commands), say("done")]
+
+    def before_step(self) -> dict[int, Callable[[], object]]:
+        return {i: (lambda i=i: self._between(i)) for i in range(len(self.commands) + 1)}
+
+    def _between(self, step: int) -> None:
+        if step > 0:
+            self._ran(self.commands[step - 1])
+        if step < len(self.commands):
+            write_work(self.repo, ALICE_WORK)
+
+    def _ran(self, command: str) -> None:
+        refs = set(rescue_refs(self.repo))
+        self.refs[command] = sorted(refs - self._known)
+        self._known = refs
+        for path, content in DESTRUCTIVE[command][1].items():
+            now = (self.repo / path).read_text() if (self.repo / path).exists() else None
+            assert now == content, f"after `{command}`, {path} holds {now!r}"
+
+    def check(self, server: ModelServer) -> None:
+        """Every command ran after its own rescue, and the model heard of each once."""
+        assert server.errors == [], server.errors
+        assert list(self.refs) == self.commands, f"the agent stopped early: {self.refs}"
+        for step, command in enumerate(self.commands):
+            [ref] = self.refs[command]
+            assert ref.startswith(f"refs/rescue/{ALICE}/"), ref
+            for path in DESTRUCTIVE[command][0]:
+                assert show(self.repo, ref, path) == ALICE_WORK[path], (command, path)
+            news = server.at_step(step + 1).news()
+            assert news.count(RESCUED) == 1 and ref in news, (command, news[-2000:])
+        assert git(self.repo, "stash", "list") != ""

@@ -24,6 +24,8 @@ from tests.e2e.scenario import (
     ALICE,
     ALICE_WORK,
     FILES,
+    RESCUED,
+    Tour,
     observe_markers,
     owners,
     project,
@@ -32,10 +34,9 @@ from tests.e2e.scenario import (
     show,
     write_work,
 )
-from tests.helpers import git, run_guards
+from tests.helpers import run_guards
 
-Model = Callable[[list[Step]], ModelServer]
-RESCUED = "guards: rescued"
+Model = Callable[..., ModelServer]
 #: A model slug codex knows (an unknown one is offered no apply_patch tool).
 MODEL = "gpt-5.5"
 
@@ -111,36 +112,17 @@ def errors(run: Run) -> list[str]:
 
 # -- rescue before each destructive form -----------------------------------------------------
 
-DESTRUCTIVE = {
-    "git reset --hard": (["src/app.py"], {"src/app.py": FILES["src/app.py"]}),
-    "git checkout -- .": (["src/app.py"], {"src/app.py": FILES["src/app.py"]}),
-    "git clean -fd": (["src/alice_new.py"], {"src/alice_new.py": None}),
-    "git stash -u": (
-        ["src/alice_new.py", "src/app.py"],
-        {"src/app.py": FILES["src/app.py"], "src/alice_new.py": None},
-    ),
-}
 
-
-@pytest.mark.parametrize("command", list(DESTRUCTIVE))
-def test_destructive_command_runs_after_alices_work_is_rescued_and_the_model_hears_of_it(
-    codex: Cli, model: Model, repo: Path, hermetic_seal: Path, command: str
+def test_each_destructive_form_runs_after_alices_work_is_rescued_and_the_model_hears_of_it(
+    codex: Cli, model: Model, repo: Path, hermetic_seal: Path
 ) -> None:
-    write_work(repo, ALICE_WORK)
-    server = model([[shell(command)], say("done")])
+    """reset --hard, checkout -- ., clean -fd, stash -u in turn, alice's work written anew
+    before each (see scenario.Tour)."""
+    tour = Tour(repo)
+    server = model(tour.script(), tour.before_step())
     run = codex_run(codex, repo, server, codex_home(hermetic_seal))
     assert errors(run) == []
-    destroyed, after = DESTRUCTIVE[command]
-    for path, content in after.items():
-        assert (repo / path).read_text() == content if content else not (repo / path).exists()
-    [ref] = rescue_refs(repo)
-    assert ref.startswith(f"refs/rescue/{ALICE}/")
-    for path in destroyed:
-        assert show(repo, ref, path) == ALICE_WORK[path]
-    news = server.at_step(1).news()
-    assert news.count(RESCUED) == 1 and ref in news
-    if command == "git stash -u":
-        assert git(repo, "stash", "list") != ""
+    tour.check(server)
 
 
 def test_block_policy_refuses_and_the_model_reads_the_reason(

@@ -15,12 +15,17 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.clis import Cli, Run, cli_env, run_gemini
-from tests.e2e.model_server import ModelServer, Step, say, shell
-from tests.e2e.scenario import ALICE, ALICE_WORK, FILES, project, rescue_refs, show, write_work
-from tests.helpers import git
+from tests.e2e.model_server import ModelServer, say, shell
+from tests.e2e.scenario import (
+    ALICE,
+    ALICE_WORK,
+    Tour,
+    project,
+    rescue_refs,
+    write_work,
+)
 
-Model = Callable[[list[Step]], ModelServer]
-RESCUED = "guards: rescued"
+Model = Callable[..., ModelServer]
 
 
 @pytest.fixture
@@ -49,35 +54,15 @@ def gemini_run(
     return run
 
 
-DESTRUCTIVE = {
-    "git reset --hard": (["src/app.py"], {"src/app.py": FILES["src/app.py"]}),
-    "git checkout -- .": (["src/app.py"], {"src/app.py": FILES["src/app.py"]}),
-    "git clean -fd": (["src/alice_new.py"], {"src/alice_new.py": None}),
-    "git stash -u": (
-        ["src/alice_new.py", "src/app.py"],
-        {"src/app.py": FILES["src/app.py"], "src/alice_new.py": None},
-    ),
-}
-
-
-@pytest.mark.parametrize("command", list(DESTRUCTIVE))
-def test_the_shim_rescues_alices_work_before_a_gemini_shell_command_and_the_model_reads_it(
-    gemini: Cli, model: Model, repo: Path, hermetic_seal: Path, command: str
+def test_the_shim_rescues_alices_work_before_each_destructive_form_and_the_model_reads_it(
+    gemini: Cli, model: Model, repo: Path, hermetic_seal: Path
 ) -> None:
-    write_work(repo, ALICE_WORK)
-    server = model([[shell(command)], say("done")])
+    """reset --hard, checkout -- ., clean -fd, stash -u in turn, alice's work written anew
+    before each (see scenario.Tour)."""
+    tour = Tour(repo)
+    server = model(tour.script(), tour.before_step())
     gemini_run(gemini, repo, server, hermetic_seal)
-    destroyed, after = DESTRUCTIVE[command]
-    for path, content in after.items():
-        assert (repo / path).read_text() == content if content else not (repo / path).exists()
-    [ref] = rescue_refs(repo)
-    assert ref.startswith(f"refs/rescue/{ALICE}/")
-    for path in destroyed:
-        assert show(repo, ref, path) == ALICE_WORK[path]
-    news = server.at_step(1).news()
-    assert news.count(RESCUED) == 1 and ref in news
-    if command == "git stash -u":
-        assert git(repo, "stash", "list") != ""
+    tour.check(server)
 
 
 def test_with_policy_block_the_shim_refuses_and_the_model_reads_why(
