@@ -44,22 +44,23 @@ def build_parser(only: str | None = None) -> Parser:
 
 
 def add_harness_arguments(parser: argparse.ArgumentParser, verb: str) -> None:
-    """For install and uninstall: ``--claude`` / ``--codex`` with ``--project`` (default in
-    a repository) or ``--user``."""
+    """For install and uninstall: ``--claude`` / ``--codex`` / ``--gemini`` with
+    ``--project`` (default in a repository) or ``--user``."""
     parser.add_argument("--claude", action="store_true", help=f"{verb} Claude Code's settings.json")
     parser.add_argument("--codex", action="store_true", help=f"{verb} Codex CLI's hooks.json")
+    parser.add_argument("--gemini", action="store_true", help=f"{verb} Gemini CLI's settings.json")
     scope = parser.add_mutually_exclusive_group()
     scope.add_argument(
         "--project",
         dest="harness_scope",
         action="store_const",
         const="project",
-        help="the repository's .claude/ or .codex/ (default inside a repository)",
+        help="the repository's .claude/, .codex/ or .gemini/ (default inside a repository)",
     )
     scope.add_argument(
         "--user",
         dest="harness_scope",
         action="store_const",
         const="user",
-        help="the user's ~/.claude/ or ~/.codex/",
+        help="the user's ~/.claude/, ~/.codex/ or ~/.gemini/",
     )

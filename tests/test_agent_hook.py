@@ -446,3 +446,87 @@ def test_a_pathspec_git_rejects_passes_the_hook_as_it_passes_guards_run(repo: Pa
     guarded = run_guards("run", "--", "checkout", "--", ":(foo)README", cwd=repo)
     assert (guarded.returncode, guarded.stderr.encode()) == (plain.returncode, plain.stderr)
     assert (repo / "README").read_text() == "someone's edit\n"
+
+
+# -- Gemini CLI --------------------------------------------------------------------------
+
+GEM = session_for("gemini", "g-1")
+
+
+def gemini_shell(command: str, event: str = "BeforeTool") -> dict[str, Any]:
+    """Gemini's shell tool event: no tool_use_id."""
+    return {
+        "session_id": "g-1",
+        "hook_event_name": event,
+        "tool_name": "run_shell_command",
+        "tool_input": {"command": command, "description": "x"},
+    }
+
+
+def test_gemini_shell_files_are_attributed_without_a_tool_use_id(repo: Path) -> None:
+    pre = gemini_shell("echo x > made.txt")
+    assert send(repo, pre, harness="gemini").returncode == 0
+    [marker] = list((repo / ".git/guards/observe").iterdir())
+    assert marker.name.startswith(f"{GEM}.cmd-")
+    subprocess.run(["bash", "-c", "echo x > made.txt"], cwd=repo, check=True)
+    post = {**gemini_shell("echo x > made.txt", "AfterTool"), "tool_response": {}}
+    res = send(repo, post, harness="gemini")
+    assert (res.returncode, res.stdout) == (0, ""), res.stderr
+    assert owners(repo) == {"made.txt": GEM}
+    assert list((repo / ".git/guards/observe").iterdir()) == []
+
+
+def test_gemini_identical_commands_queue_their_start_markers(repo: Path) -> None:
+    pre = gemini_shell("true")
+    for _ in range(2):
+        assert send(repo, pre, harness="gemini").returncode == 0
+    first, second = sorted((repo / ".git/guards/observe").iterdir())
+    send(repo, {**gemini_shell("true", "AfterTool"), "tool_response": {}}, harness="gemini")
+    assert list((repo / ".git/guards/observe").iterdir()) == [second]  # the oldest went
+    assert first != second
+
+
+def test_gemini_write_file_and_replace_record_the_file_but_not_a_failed_edit(
+    repo: Path,
+) -> None:
+    (repo / "new.txt").write_text("new\n")
+    (repo / "src/app.py").write_text("print('gem')\n")
+    (repo / "README").write_text("alice's\n")
+    for tool, path, error in (
+        ("write_file", "new.txt", None),
+        ("replace", str(repo / "src/app.py"), None),
+        ("replace", "README", {"message": "0 occurrences found"}),
+    ):
+        event = {
+            "session_id": "g-1",
+            "hook_event_name": "AfterTool",
+            "tool_name": tool,
+            "tool_input": {"file_path": path},
+            "tool_response": {"llmContent": "ok", "error": error},
+        }
+        res = send(repo, event, harness="gemini")
+        assert res.returncode == 0, res.stderr
+    assert owners(repo) == {"new.txt": GEM, "src/app.py": GEM, "README": None}
+
+
+def test_gemini_deny_is_exit_2_and_the_rescue_is_told_after_the_command(repo: Path) -> None:
+    alice_dirty(repo)
+    block = send(
+        repo, gemini_shell("git reset --hard"), harness="gemini", env={"GUARDS_POLICY": "block"}
+    )
+    assert block.returncode == 2 and block.stdout == ""
+    assert "alice" in block.stderr
+    pre = send(repo, gemini_shell("git stash"), harness="gemini")
+    assert pre.returncode == 0 and pre.stdout == ""
+    post = send(repo, gemini_shell("git stash", "AfterTool"), harness="gemini")
+    out = answer(post)
+    assert out["hookEventName"] == "AfterTool"
+    assert "guards: rescued 1 path of session alice" in out["additionalContext"]
+
+
+def test_gemini_before_agent_gets_the_frame(repo: Path) -> None:
+    alice_dirty(repo)
+    event = {"session_id": "g-1", "hook_event_name": "BeforeAgent", "prompt": "go"}
+    out = answer(send(repo, event, harness="gemini"))
+    assert out["hookEventName"] == "BeforeAgent"
+    assert "src/app.py" in out["additionalContext"]

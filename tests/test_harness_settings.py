@@ -147,3 +147,30 @@ def test_outside_a_repository_harness_hooks_go_to_the_user(
     res = run_guards("install", "--codex", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert (hermetic_seal / ".codex/hooks.json").exists()
+
+
+def test_gemini_install_writes_settings_json_in_milliseconds_and_warns_of_trust(
+    repo: Path, hermetic_seal: Path
+) -> None:
+    res = run_guards("install", "--gemini", "--no-aliases", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads((repo / ".gemini/settings.json").read_text())
+    assert our_commands(doc) == {
+        "BeforeTool": ["^run_shell_command$"],
+        "AfterTool": ["^(run_shell_command|write_file|replace)$"],
+        "SessionStart": [""],
+        "BeforeAgent": [""],
+        "SessionEnd": [""],
+    }
+    assert {h["timeout"] for g in doc["hooks"].values() for h in g[0]["hooks"]} == {60000}
+    trusted = hermetic_seal / ".gemini/trustedFolders.json"
+    assert f'"{repo}": "TRUST_FOLDER" to {trusted}' in res.stderr
+    trusted.parent.mkdir(parents=True, exist_ok=True)
+    trusted.write_text(json.dumps({str(repo.parent): "TRUST_FOLDER"}))
+    again = run_guards("install", "--gemini", "--no-aliases", cwd=repo)
+    assert "trust" not in again.stderr.lower()
+    trusted.write_text(json.dumps({str(repo.parent): "TRUST_FOLDER", str(repo): "DO_NOT_TRUST"}))
+    assert "does not trust" in run_guards("install", "--gemini", cwd=repo).stderr
+    res = run_guards("uninstall", "--gemini", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    assert json.loads((repo / ".gemini/settings.json").read_text()) == {}

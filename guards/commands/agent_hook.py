@@ -1,4 +1,4 @@
-"""guards agent-hook claude|codex: the harness hook entry point (JSON on stdin).
+"""guards agent-hook claude|codex|gemini: the harness hook entry point (JSON on stdin).
 
 Installed hooks run ``python -m guards.commands.agent_hook <harness>`` (no argparse on
 the way); the events are handled in :mod:`guards.integrations.agent_hooks`.
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 __all__ = ["HARNESSES", "MAX_ID_LENGTH", "main", "session_for"]
 
-HELP = "entry point for Claude Code / Codex hooks (hook JSON on stdin)"
+HELP = "entry point for Claude Code / Codex / Gemini CLI hooks (hook JSON on stdin)"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

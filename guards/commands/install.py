@@ -53,7 +53,7 @@ def plan(args: argparse.Namespace) -> list[Step]:
             steps += installation.plan_aliases(
                 "local", repo.toplevel or repo.git_dir, repo.ledger_dir / installation.MANIFEST
             )
-        elif args.shim is None and not (args.claude or args.codex):
+        elif args.shim is None and not harnesses(args):
             raise UsageError("not in a git repository: use --global for user-wide aliases")
     if args.shim is not None:
         steps += installation.plan_shim(args.shim, installation.user_manifest_path())
@@ -68,6 +68,21 @@ def plan(args: argparse.Namespace) -> list[Step]:
 def run(args: argparse.Namespace) -> int:
     steps = plan(args)
     execute(steps, args.dry_run)
+    if "gemini" in harnesses(args):
+        _report_gemini_trust()
     if args.shim is not None and not args.dry_run:
         print(f'put the shim first on PATH: export PATH="{Path(args.shim).absolute()}:$PATH"')
     return ExitCode.OK
+
+
+def _report_gemini_trust() -> None:
+    """Gemini CLI runs no hooks in an untrusted folder: never leave them silently inert."""
+    from guards.integrations.harness_settings import gemini_trust_problem
+    from guards.output import warn
+
+    repo = repo_or_none()
+    if repo is None or repo.toplevel is None:
+        return
+    problem = gemini_trust_problem(Path(repo.toplevel))
+    if problem is not None:
+        warn(problem)

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         steps += installation.plan_remove_aliases("global", None, installation.user_manifest_path())
     if args.shim is not None:
         steps += installation.plan_remove_shim(args.shim, installation.user_manifest_path())
-    harness_only = args.claude or args.codex
+    harness_only = bool(harnesses(args))
     steps += harness_steps(harnesses(args), args.harness_scope, repo, install=False)
     if not args.global_ and args.shim is None and not harness_only:
         if repo is None:
@@ -62,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _project_harness_hooks(repo: Repo) -> list[Step]:
-    """Our hooks in this repository's .claude/settings.json and .codex/hooks.json."""
+    """Our hooks in this repository's .claude/settings.json, .codex/hooks.json and
+    .gemini/settings.json."""
     from guards.integrations import harness_settings
 
     if repo.toplevel is None:

@@ -1,6 +1,9 @@
-"""The agent harnesses' hook events (``guards agent-hook claude|codex``, JSON on stdin).
+"""The agent harnesses' hook events (``guards agent-hook claude|codex|gemini``, JSON on
+stdin).
 
-One handler for every hook event the harness sends:
+One handler for every hook event the harness sends (Gemini CLI's names in brackets:
+``BeforeTool``, ``AfterTool``, ``BeforeAgent``; its tools ``run_shell_command``,
+``write_file``, ``replace``):
 
 - ``PreToolUse`` / shell tool: every git invocation in the line that could destroy
   work is guarded before the line runs (rescue then let it run, saying what was
@@ -19,6 +22,14 @@ One handler for every hook event the harness sends:
   SessionStart as well: both contexts reach the first request, and a frame taken at
   start-up may be long stale when the first prompt comes.)
 - ``SessionEnd``: the session is marked ended. Any other event: exit 0, no output.
+
+Gemini CLI differs: its hook payloads carry no ``tool_use_id``, so a shell line's start
+marker is keyed by the session, a digest of the command and its directory, and the
+time it started; the line's end takes the oldest marker of that key (a queue per
+identical command: the earliest start is the safe threshold). It shows the model no
+context from BeforeTool, so a rescue is told after the line ran (AfterTool), as for
+Codex. It puts no session id in its shell commands' environment: they stay unidentified
+(the hook itself acts as the session).
 
 The hot path (a shell line that does not mention git) imports nothing but ``json``
 and runs no git. Run it as ``python -m guards.commands.agent_hook claude`` to skip
@@ -43,16 +54,28 @@ if TYPE_CHECKING:
     from guards.protect.rescue import RescueResult
     from guards.state.workspace import Workspace
 
-HARNESSES = ("claude", "codex")
+HARNESSES = ("claude", "codex", "gemini")
 #: Tools whose input is a shell line.
-SHELL_TOOLS = frozenset({"Bash", "shell", "local_shell", "exec_command", "unified_exec"})
-#: Claude tools that name the one file they edit.
-EDIT_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path"}
+SHELL_TOOLS = frozenset(
+    {"Bash", "shell", "local_shell", "exec_command", "unified_exec", "run_shell_command"}
+)
+#: Claude and Gemini tools that name the one file they edit.
+EDIT_TOOLS = {
+    "Write": "file_path",
+    "Edit": "file_path",
+    "MultiEdit": "file_path",
+    "write_file": "file_path",
+    "replace": "file_path",
+}
 NOTEBOOK_TOOLS = {"NotebookEdit": "notebook_path"}
 PATCH_TOOLS = frozenset({"apply_patch"})
 #: The events that end a shell line: Claude sends PostToolUseFailure instead of
 #: PostToolUse when the line exits non-zero (its files are the session's all the same).
-SHELL_ENDS = frozenset({"PostToolUse", "PostToolUseFailure"})
+SHELL_ENDS = frozenset({"PostToolUse", "PostToolUseFailure", "AfterTool"})
+#: Before a tool runs (Claude, Codex; Gemini), after it ran, a prompt's turn begins.
+TOOL_STARTS = frozenset({"PreToolUse", "BeforeTool"})
+TOOL_ENDS = frozenset({"PostToolUse", "AfterTool"})
+PROMPTS = frozenset({"UserPromptSubmit", "BeforeAgent"})
 #: A hook that failed without deciding anything: the harness shows stderr and goes on.
 HOOK_ERROR = 1
 #: The harnesses' "block this" exit status (stderr is the reason given to the agent).
@@ -77,7 +100,7 @@ def main(harness: str, raw: bytes) -> int:
         return _dispatch(harness, name, event)
     except Exception as e:  # a hook must answer, whatever happened
         message = _one_line(e)
-        if name == "PreToolUse" and "git" in json.dumps(event.get("tool_input")).lower():
+        if name in TOOL_STARTS and "git" in json.dumps(event.get("tool_input")).lower():
             return _deny(harness, f"guards could not check this command ({message})")
         _say(f"guards agent-hook: {name}: {message}")
         return HOOK_ERROR
@@ -85,18 +108,18 @@ def main(harness: str, raw: bytes) -> int:
 
 def _dispatch(harness: str, name: str, event: dict[str, Any]) -> int:
     tool = event.get("tool_name")
-    if name == "PreToolUse" and tool in SHELL_TOOLS:
+    if name in TOOL_STARTS and tool in SHELL_TOOLS:
         return _pre_shell(harness, event)
     if name in SHELL_ENDS and tool in SHELL_TOOLS:
         return _post_shell(harness, event)
-    if name == "PostToolUse" and (tool in EDIT_TOOLS or tool in NOTEBOOK_TOOLS):
+    if name in TOOL_ENDS and (tool in EDIT_TOOLS or tool in NOTEBOOK_TOOLS):
         return _post_edit(harness, event)
-    if name == "PostToolUse" and tool in PATCH_TOOLS:
+    if name in TOOL_ENDS and tool in PATCH_TOOLS:
         return _post_patch(harness, event)
     if name == "SessionStart":
         return _session_start(harness, event)
-    if name == "UserPromptSubmit":
-        return _frame_event(harness, event)
+    if name in PROMPTS:
+        return _frame_event(harness, event, name)
     if name == "SessionEnd":
         return _session_end(harness, event)
     return 0
@@ -134,7 +157,7 @@ def _malformed(raw: bytes, problem: str) -> int:
     """Fail closed for what could be a shell line running git; else one line, go on."""
     text = raw.decode("utf-8", "replace")
     could_run_git = "git" in text.lower() and (
-        "PreToolUse" in text or "hook_event_name" not in text
+        "PreToolUse" in text or "BeforeTool" in text or "hook_event_name" not in text
     )
     if could_run_git:
         _say(f"guards: {problem}; refusing a command that could run git unchecked")
@@ -192,7 +215,7 @@ def _pre_shell(harness: str, event: dict[str, Any]) -> int:
         return 0
     if os.environ.get("GUARDS_DISABLE") == "1":
         return 0
-    cwd = _cwd(event)
+    cwd = _shell_cwd(event)
     sid = _identify(harness, event)
     rescued: list[str] = []
     dirs = [cwd]
@@ -251,15 +274,53 @@ def _ledger_dir(start: str) -> str | None:
         path = parent
 
 
-def _marker_path(event: dict[str, Any], sid: str | None) -> str | None:
+def _shell_cwd(event: dict[str, Any]) -> str:
+    """Where the shell line runs: the event's directory, or Gemini's ``dir_path`` in it."""
+    cwd = _cwd(event)
+    tool_input = event.get("tool_input")
+    where = tool_input.get("dir_path") if isinstance(tool_input, dict) else None
+    return os.path.join(cwd, where) if isinstance(where, str) and where else cwd
+
+
+def _marker_key(event: dict[str, Any]) -> tuple[str, bool] | None:
+    """(key, exact): the harness's id of the tool call, else (Gemini: no id) a digest of
+    the command and where it runs, which identical commands share (a queue)."""
     use_id = event.get("tool_use_id")
-    if sid is None or not isinstance(use_id, str) or not use_id:
+    if isinstance(use_id, str) and use_id:
+        return "".join(c if c.isalnum() or c in "-_" else "_" for c in use_id)[:100], True
+    command = _command(event)
+    if command is None:
+        return None
+    import hashlib
+
+    text = f"{command}\0{os.path.abspath(_shell_cwd(event))}".encode("utf-8", "surrogateescape")
+    return f"cmd-{hashlib.sha256(text).hexdigest()[:24]}", False
+
+
+def _marker_path(event: dict[str, Any], sid: str | None, *, new: bool = False) -> str | None:
+    """The start marker of this shell line: ``<sid>.<tool_use_id>.json``; without an id,
+    ``<sid>.<digest>.<start ns>-<pid>.json``, and the line's end (``new`` False) takes
+    the oldest one of its digest."""
+    key = _marker_key(event)
+    if sid is None or key is None:
         return None
     ledger = _ledger_dir(_cwd(event))
     if ledger is None:
         return None
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in use_id)[:100]
-    return os.path.join(ledger, OBSERVE_DIR, f"{sid}.{safe}.json")
+    folder = os.path.join(ledger, OBSERVE_DIR)
+    name, exact = key
+    if exact:
+        return os.path.join(folder, f"{sid}.{name}.json")
+    if new:
+        import time
+
+        return os.path.join(folder, f"{sid}.{name}.{time.time_ns():020d}-{os.getpid()}.json")
+    prefix = f"{sid}.{name}."
+    try:
+        queued = sorted(f for f in os.listdir(folder) if f.startswith(prefix))
+    except OSError:
+        return None
+    return os.path.join(folder, queued[0]) if queued else None
 
 
 def _leave_receipts(
@@ -269,7 +330,7 @@ def _leave_receipts(
     find (guards.protect.receipts); only for a line whose end the hook will see."""
     use_id = event.get("tool_use_id")
     if sid is None or _marker_path(event, sid) is None or not isinstance(use_id, str):
-        return []
+        return []  # Gemini: no id, and its shell commands could not show a session anyway
     from guards.errors import GuardsError
     from guards.protect import receipts
 
@@ -292,7 +353,7 @@ def _mark_start(
     The marker's own change time is the threshold, so files and marker are stamped by the
     same clock on the same file system (no skew between ``time.time()`` and the disk).
     """
-    path = _marker_path(event, sid)
+    path = _marker_path(event, sid, new=True)
     if path is None:
         return
     try:
@@ -329,8 +390,10 @@ def _post_shell(harness: str, event: dict[str, Any]) -> int:
         if isinstance(directory, str):
             _observe(directory, sid, threshold)
     rescued = marker.get("rescued") if isinstance(marker, dict) else None
-    if harness == "codex" and isinstance(rescued, list) and rescued:
-        return _emit("PostToolUse", additionalContext=_rescue_context([str(r) for r in rescued]))
+    if harness != "claude" and isinstance(rescued, list) and rescued:
+        # Codex and Gemini show the model no context from before the command: after it.
+        context = _rescue_context([str(r) for r in rescued])
+        return _emit(str(event.get("hook_event_name")), additionalContext=context)
     return 0
 
 
@@ -422,11 +485,18 @@ def _post_edit(harness: str, event: dict[str, Any]) -> int:
     if not isinstance(target, str) or not target:
         _say(f"guards agent-hook: {tool} input names no {key}; nothing recorded")
         return HOOK_ERROR
+    if _failed(event):
+        return 0  # Gemini sends AfterTool for a failed edit too: the file is unchanged
     sid = _identify(harness, event)
     if sid is None:
         return 0
     record_files(sid, [os.path.join(_cwd(event), target)])
     return 0
+
+
+def _failed(event: dict[str, Any]) -> bool:
+    response = event.get("tool_response")
+    return isinstance(response, dict) and bool(response.get("error"))
 
 
 def _post_patch(harness: str, event: dict[str, Any]) -> int:
@@ -507,7 +577,7 @@ def _session_start(harness: str, event: dict[str, Any]) -> int:
     return 0
 
 
-def _frame_event(harness: str, event: dict[str, Any]) -> int:
+def _frame_event(harness: str, event: dict[str, Any], name: str) -> int:
     sid = _identify(harness, event)
     cwd = _cwd(event)
     from guards.errors import GuardsError
@@ -520,7 +590,7 @@ def _frame_event(harness: str, event: dict[str, Any]) -> int:
         return 0
     if not text:
         return 0
-    return _emit("UserPromptSubmit", additionalContext=text)
+    return _emit(name, additionalContext=text)
 
 
 def _export_identity(sid: str | None) -> None:

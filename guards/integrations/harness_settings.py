@@ -3,7 +3,9 @@ anything else.
 
 Claude Code reads hooks from ``.claude/settings.json`` (project) and
 ``~/.claude/settings.json`` (user); Codex CLI from ``.codex/hooks.json`` (project) and
-``~/.codex/hooks.json`` (user). Both use the same shape::
+``~/.codex/hooks.json`` (user); Gemini CLI from ``.gemini/settings.json`` (project) and
+``~/.gemini/settings.json`` (user, under ``$GEMINI_CLI_HOME`` when set). All use the
+same shape (Gemini: other event names, timeouts in milliseconds)::
 
     {"hooks": {"PreToolUse": [{"matcher": "Bash",
                                "hooks": [{"type": "command", "command": "..."}]}]}}
@@ -30,7 +32,7 @@ from guards.fsutil import KEEP_MODE, atomic_write
 from guards.integrations.installation import Step
 
 #: Recognises our hook commands, whichever python or spelling installed them.
-OURS = re.compile(r"guards(?:\.commands\.agent_hook| agent-hook) (?:claude|codex)\b")
+OURS = re.compile(r"guards(?:\.commands\.agent_hook| agent-hook) (?:claude|codex|gemini)\b")
 
 #: event -> matcher (None: the event takes no matcher)
 CLAUDE_EVENTS: dict[str, str | None] = {
@@ -49,11 +51,26 @@ CODEX_EVENTS: dict[str, str | None] = {
     "UserPromptSubmit": None,
     "SessionEnd": None,
 }
-EVENTS = {"claude": CLAUDE_EVENTS, "codex": CODEX_EVENTS}
+#: Gemini's matchers are regular expressions searched in the tool name: anchored.
+GEMINI_EVENTS: dict[str, str | None] = {
+    "BeforeTool": "^run_shell_command$",
+    "AfterTool": "^(run_shell_command|write_file|replace)$",
+    "SessionStart": None,
+    "BeforeAgent": None,
+    "SessionEnd": None,
+}
+EVENTS = {"claude": CLAUDE_EVENTS, "codex": CODEX_EVENTS, "gemini": GEMINI_EVENTS}
 #: Seconds the harness waits for us (a rescue of a large tree takes a while).
 TIMEOUT = 60
+#: Gemini counts hook timeouts in milliseconds.
+TIMEOUT_UNIT = {"gemini": 1000}
 #: Codex clamps a SessionEnd hook's timeout to 3 s, and says so as an error item.
 EVENT_TIMEOUTS = {("codex", "SessionEnd"): 3}
+FOLDERS = {
+    "claude": (".claude", "settings.json"),
+    "codex": (".codex", "hooks.json"),
+    "gemini": (".gemini", "settings.json"),
+}
 
 
 def hook_command(harness: str) -> str:
@@ -63,10 +80,12 @@ def hook_command(harness: str) -> str:
 
 def settings_path(harness: str, scope: str, project_dir: Path | None) -> Path:
     """Where ``harness`` reads hooks for ``scope`` ("project" or "user")."""
-    folder, name = (".claude", "settings.json") if harness == "claude" else (".codex", "hooks.json")
+    folder, name = FOLDERS[harness]
     if scope == "user":
         if harness == "codex" and os.environ.get("CODEX_HOME"):
             return Path(os.environ["CODEX_HOME"]) / name
+        if harness == "gemini" and os.environ.get("GEMINI_CLI_HOME"):
+            return Path(os.environ["GEMINI_CLI_HOME"]) / folder / name
         return Path.home() / folder / name
     if project_dir is None:
         raise UsageError(f"--project needs a git repository (or use --user) for {harness}")
@@ -100,7 +119,7 @@ def merge(doc: dict[str, Any], harness: str, command: str) -> list[str]:
         if present:
             continue
         group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
-        timeout = EVENT_TIMEOUTS.get((harness, event), TIMEOUT)
+        timeout = EVENT_TIMEOUTS.get((harness, event), TIMEOUT) * TIMEOUT_UNIT.get(harness, 1)
         group["hooks"] = [{"type": "command", "command": command, "timeout": timeout}]
         groups.append(group)
         added.append(event)
@@ -193,3 +212,61 @@ def _writer(path: Path, change: Callable[[dict[str, Any]], object]) -> Callable[
         write_settings(path, doc)
 
     return apply
+
+
+# -- Gemini CLI's folder trust ------------------------------------------------------------
+
+#: Gemini CLI runs no settings hooks at all (the user's neither) in an untrusted folder,
+#: and headless it refuses to start there.
+TRUST_LEVELS = ("TRUST_FOLDER", "TRUST_PARENT", "DO_NOT_TRUST")
+
+
+def gemini_home() -> Path:
+    return Path(os.environ.get("GEMINI_CLI_HOME") or Path.home())
+
+
+def trusted_folders_path() -> Path:
+    override = os.environ.get("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
+    return Path(override) if override else gemini_home() / ".gemini" / "trustedFolders.json"
+
+
+def gemini_trusts(project: Path) -> bool | None:
+    """Whether Gemini CLI trusts ``project`` as its rules say (the user's
+    ``security.folderTrust.enabled`` false: every folder; else the longest matching rule
+    of trustedFolders.json); None: no rule, so untrusted."""
+    try:
+        settings = read_settings(gemini_home() / ".gemini" / "settings.json")
+    except UsageError:
+        settings = {}
+    security = settings.get("security")
+    folder_trust = security.get("folderTrust") if isinstance(security, dict) else None
+    if isinstance(folder_trust, dict) and folder_trust.get("enabled") is False:
+        return True
+    try:
+        rules = read_settings(trusted_folders_path())
+    except UsageError:
+        return None
+    target = os.path.realpath(project)
+    best, verdict = -1, None
+    for rule, level in rules.items():
+        if level not in TRUST_LEVELS:
+            continue
+        base = os.path.dirname(rule) if level == "TRUST_PARENT" else rule
+        base = os.path.realpath(os.path.expanduser(base))
+        inside = target == base or target.startswith(base.rstrip(os.sep) + os.sep)
+        if inside and len(rule) > best:
+            best, verdict = len(rule), level != "DO_NOT_TRUST"
+    return verdict
+
+
+def gemini_trust_problem(project: Path) -> str | None:
+    """What stops Gemini CLI from running our hooks in ``project``, with the one step that
+    fixes it; None when the folder is trusted."""
+    if gemini_trusts(project):
+        return None
+    return (
+        f"Gemini CLI does not trust {project}: it runs no hooks there (and headless it will "
+        f'not start). Trust it: add "{project}": "TRUST_FOLDER" to {trusted_folders_path()} '
+        "(or answer the trust prompt of an interactive `gemini` there; headless runs can "
+        "set GEMINI_CLI_TRUST_WORKSPACE=true)"
+    )

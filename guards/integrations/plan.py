@@ -13,14 +13,15 @@ if TYPE_CHECKING:
 
 
 #: The agent harnesses whose settings guards installs into.
-HARNESS_NAMES = ("claude", "codex")
+HARNESS_NAMES = ("claude", "codex", "gemini")
 
 
 def harness_steps(
     harnesses: list[str], scope: str | None, repo: Repo | None, *, install: bool
 ) -> list[Step]:
-    """The Claude Code / Codex settings changes asked for (integrations.harness_settings);
-    ``scope`` None: the project's files inside a repository, else the user's."""
+    """The Claude Code / Codex / Gemini CLI settings changes asked for
+    (integrations.harness_settings); ``scope`` None: the project's files inside a
+    repository, else the user's."""
     from guards.integrations import harness_settings
 
     scope = scope or ("project" if repo is not None else "user")
@@ -34,7 +35,7 @@ def harness_steps(
 
 
 def harnesses(args: object) -> list[str]:
-    """The harnesses a command line names (``--claude``, ``--codex``)."""
+    """The harnesses a command line names (``--claude``, ``--codex``, ``--gemini``)."""
     return [name for name in HARNESS_NAMES if getattr(args, name, False)]
 
 

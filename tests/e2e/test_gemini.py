@@ -1,10 +1,11 @@
-"""Gemini CLI, the real CLI from npm, driven headless (`gemini -p --approval-mode yolo`)
-against the scripted fake model.
+"""Gemini CLI, the real CLI from npm, with guards' hooks installed by `guards install
+--gemini`, driven headless (`gemini -p --approval-mode yolo`) against the scripted fake
+model (see HARNESSES.md).
 
-guards has no Gemini hooks yet (no rescue notice before the command, no attribution, no
-frame, no session): what protects a Gemini session today is the git shim first on
-PATH, which these scenarios check. Its shell commands are unidentified, so the shim
-treats every dirty path as not theirs."""
+Gemini's payloads carry no tool_use_id (a shell line's start marker is keyed by the
+command), its BeforeTool shows the model no context (the rescue is told at AfterTool,
+inside <hook_context>), and its shell commands carry no session id (they stay
+unidentified; the hook itself acts as the session)."""
 
 from __future__ import annotations
 
@@ -14,27 +15,40 @@ from pathlib import Path
 
 import pytest
 
+from guards.commands.agent_hook import session_for
 from tests.e2e.clis import Cli, Run, cli_env, run_gemini
-from tests.e2e.model_server import ModelServer, say, shell
+from tests.e2e.model_server import ModelServer, Step, say, shell
+from tests.e2e.model_server import edit as edit_file
+from tests.e2e.model_server import write as write_file
 from tests.e2e.scenario import (
     ALICE,
     ALICE_WORK,
-    Tour,
+    FILES,
+    observe_markers,
+    owners,
     project,
     rescue_refs,
+    sessions,
+    show,
     write_work,
 )
+from tests.helpers import git
 
-Model = Callable[..., ModelServer]
+Model = Callable[[list[Step]], ModelServer]
+RESCUED = "guards: rescued"
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    return project(tmp_path / "repo", "--shim", str(tmp_path / "shim"), "--no-aliases")
+    return project(tmp_path / "repo", "--gemini", "--no-aliases")
 
 
 def gemini_run(
-    gemini: Cli, repo: Path, server: ModelServer, home: Path, env: dict[str, str] | None = None
+    gemini: Cli,
+    repo: Path,
+    server: ModelServer,
+    home: Path,
+    env: dict[str, str] | None = None,
 ) -> Run:
     assert gemini.path is not None
     settings = home / ".gemini/settings.json"
@@ -46,26 +60,65 @@ def gemini_run(
             "GEMINI_API_KEY": "x",
             "GEMINI_CLI_TRUST_WORKSPACE": "true",
             **(env or {}),
-        },
-        path_first=[repo.parent / "shim"],
+        }
     )
     run = run_gemini(gemini.path, repo, "go", full_env)
     assert run.returncode == 0, f"gemini exited {run.returncode}: {run.stderr[-2000:]}"
     return run
 
 
-def test_the_shim_rescues_alices_work_before_each_destructive_form_and_the_model_reads_it(
-    gemini: Cli, model: Model, repo: Path, hermetic_seal: Path
+def me(run: Run) -> str:
+    return session_for("gemini", run.session_id)
+
+
+def test_install_writes_project_hooks_with_millisecond_timeouts(repo: Path) -> None:
+    doc = json.loads((repo / ".gemini/settings.json").read_text())
+    assert set(doc["hooks"]) == {
+        "BeforeTool",
+        "AfterTool",
+        "SessionStart",
+        "BeforeAgent",
+        "SessionEnd",
+    }
+    [group] = doc["hooks"]["BeforeTool"]
+    assert group["matcher"] == "^run_shell_command$"
+    assert group["hooks"][0]["timeout"] == 60000
+
+
+DESTRUCTIVE = {
+    "git reset --hard": (["src/app.py"], {"src/app.py": FILES["src/app.py"]}),
+    "git checkout -- .": (["src/app.py"], {"src/app.py": FILES["src/app.py"]}),
+    "git clean -fd": (["src/alice_new.py"], {"src/alice_new.py": None}),
+    "git stash -u": (
+        ["src/alice_new.py", "src/app.py"],
+        {"src/app.py": FILES["src/app.py"], "src/alice_new.py": None},
+    ),
+}
+
+
+@pytest.mark.parametrize("command", list(DESTRUCTIVE))
+def test_the_hook_rescues_alices_work_before_a_gemini_shell_command_and_the_model_reads_it(
+    gemini: Cli, model: Model, repo: Path, hermetic_seal: Path, command: str
 ) -> None:
-    """reset --hard, checkout -- ., clean -fd, stash -u in turn, alice's work written anew
-    before each (see scenario.Tour)."""
-    tour = Tour(repo)
-    server = model(tour.script(), tour.before_step())
+    write_work(repo, ALICE_WORK)
+    server = model([[shell(command)], say("done")])
     gemini_run(gemini, repo, server, hermetic_seal)
-    tour.check(server)
+    destroyed, after = DESTRUCTIVE[command]
+    for path, content in after.items():
+        assert (repo / path).read_text() == content if content else not (repo / path).exists()
+    [ref] = rescue_refs(repo)
+    assert ref.startswith(f"refs/rescue/{ALICE}/")
+    for path in destroyed:
+        assert show(repo, ref, path) == ALICE_WORK[path]
+    news = server.at_step(1).news()
+    assert "<hook_context>" in news
+    assert news.count(RESCUED) == 1 and ref in news
+    if command == "git stash -u":
+        assert git(repo, "stash", "list") != ""
+    assert observe_markers(repo) == []
 
 
-def test_with_policy_block_the_shim_refuses_and_the_model_reads_why(
+def test_with_policy_block_the_hook_refuses_and_the_model_reads_why(
     gemini: Cli, model: Model, repo: Path, hermetic_seal: Path
 ) -> None:
     write_work(repo, ALICE_WORK)
@@ -74,4 +127,46 @@ def test_with_policy_block_the_shim_refuses_and_the_model_reads_why(
     assert (repo / "src/app.py").read_text() == ALICE_WORK["src/app.py"]
     assert rescue_refs(repo) == []
     news = server.at_step(1).news()
+    assert "Tool execution blocked" in news
     assert "policy is block" in news and ALICE in news
+
+
+def test_write_file_replace_and_shell_commands_are_attributed_to_the_session(
+    gemini: Cli, model: Model, repo: Path, hermetic_seal: Path
+) -> None:
+    write_work(repo, {"README": "alice's readme\n"})
+    script: list[Step] = [
+        [write_file(str(repo / "new.txt"), "written by gemini\n")],
+        [edit_file(str(repo / "src/app.py"), "print('hi')", "print('gemini')")],
+        [shell("echo ok > made.txt")],
+        [shell("echo failing > failed.txt; exit 3")],
+        say("done"),
+    ]
+    server = model(script)
+    run = gemini_run(gemini, repo, server, hermetic_seal)
+    assert (repo / "src/app.py").read_text() == "print('gemini')\n"
+    assert owners(repo) == {
+        "README": ALICE,
+        "new.txt": me(run),
+        "src/app.py": me(run),
+        "made.txt": me(run),
+        "failed.txt": me(run),
+    }
+    assert observe_markers(repo) == []
+
+
+FRAME = "[Workspace:"
+
+
+def test_the_frame_arrives_once_per_prompt_and_the_session_ends_with_the_cli(
+    gemini: Cli, model: Model, repo: Path, hermetic_seal: Path
+) -> None:
+    write_work(repo, {"README": "alice's readme\n"})
+    server = model([[shell("echo hi")], say("done")])
+    run = gemini_run(gemini, repo, server, hermetic_seal)
+    first, second = server.at_step(0), server.at_step(1)
+    assert first.text().count(FRAME) == 1
+    assert "README" in first.text() and f"session {ALICE}" in first.text()
+    assert second.text().count(FRAME) == 1  # the tool result's turn gets no second frame
+    record = sessions(repo)[me(run)]
+    assert record["liveness"] == "ended"
