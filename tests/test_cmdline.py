@@ -229,7 +229,6 @@ HARMLESS = [
     ["reset", "--soft", "HEAD~1"],
     ["clean", "-n", "-fdx"],
     ["clean", "-d"],
-    ["rm", "file"],
     ["rm", "-n", "-f", "file"],
     ["mv", "a", "b"],
     ["worktree", "list"],

@@ -367,3 +367,37 @@ def test_work_standing_where_a_tracked_file_returns_is_rescued(
         assert (work / "README").read_text() == "hello\n"
         assert b"someone's notes\n" in rescued(work, "README/notes.txt"), way
         assert b"someone's file where src/ was\n" in rescued(work, "src"), way
+
+
+# ---------------------------------------------------------------------------
+# A conflict half resolved: restore from a tree, rm, rm -f discard the resolution
+
+
+def _half_resolved(where: Path) -> Path:
+    work = fresh_repo(where)
+    git(work, "checkout", "-q", "-b", "side")
+    (work / "README").write_text("side\n")
+    git(work, "commit", "-qam", "side")
+    git(work, "checkout", "-q", "main")
+    (work / "README").write_text("main\n")
+    git(work, "commit", "-qam", "main")
+    git(work, "merge", "side", check=False)
+    (work / "README").write_text("someone's resolution in progress\n")
+    return work
+
+
+HALF_RESOLVED = [
+    ["restore", "--source=HEAD", "README"],
+    ["restore", "-S", "-W", "README"],
+    ["rm", "-f", "README"],
+    ["rm", "README"],
+]
+
+
+@pytest.mark.parametrize("args", HALF_RESOLVED, ids=lambda a: " ".join(a))
+def test_a_half_resolved_conflict_is_rescued(shim: Path, tmp_path: Path, args: list[str]) -> None:
+    for way in ways(args):
+        work = _half_resolved(tmp_path / f"via-{way}")
+        res = run_way(way, args, work, shim)
+        assert res.returncode == 0, (way, res.stderr)
+        assert b"someone's resolution in progress\n" in rescued(work, "README"), way

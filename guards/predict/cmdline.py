@@ -635,7 +635,7 @@ def could_destroy(cmd: GitCommand) -> bool:
             return False
         return action not in ("list", "show", "apply", "create", "store")
     if sub == "rm":
-        return not o.has("dry-run") and (o.has("force") or o.has("cached"))
+        return not o.has("dry-run")  # without -f: a conflicted file goes unchecked
     if sub == "mv":
         return o.has("force") and not o.has("dry-run")
     if sub == "worktree":
