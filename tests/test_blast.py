@@ -860,3 +860,26 @@ def test_stash_deletes_what_stands_where_a_tracked_file_comes_back(
     # What git deleted (or took into the stash) is all in the radius.
     assert set(destroyed) <= set(radius.paths)
     assert destroyed
+
+
+MV_CASES = [
+    ("echo staged > b; git add b; rm b", ["mv", "a", "b"]),
+    ("rm b", ["mv", "a", "b"]),
+    ("echo new > n; git add n; rm n", ["mv", "a", "n"]),
+    ("echo staged > b; git add b; rm b", ["mv", "-k", "a", "b"]),
+    ("mkdir -p e; echo staged > e/a; git add e/a; rm e/a", ["mv", "a", "e"]),
+    ("echo staged > b; git add b", ["mv", "a", "b"]),
+    ("echo staged > b; git add b", ["mv", "-f", "a", "b"]),
+    ("echo u > u.txt", ["mv", "a", "u.txt"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("setup", "argv"), MV_CASES, ids=[f"{s} | {' '.join(a)}" for s, a in MV_CASES]
+)
+def test_mv_onto_a_staged_path_whose_file_is_gone(
+    tmp_path: Path, setup: str, argv: list[str]
+) -> None:
+    top = make_repo(tmp_path / "r", {"a": "a\n", "b": "b\n", "d/x": "x\n"})
+    subprocess.run(["sh", "-c", setup], cwd=top, check=True)
+    assert_exact(top, argv)

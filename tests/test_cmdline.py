@@ -230,7 +230,6 @@ HARMLESS = [
     ["clean", "-n", "-fdx"],
     ["clean", "-d"],
     ["rm", "-n", "-f", "file"],
-    ["mv", "a", "b"],
     ["worktree", "list"],
     ["worktree", "prune"],
     ["rebase", "main"],

@@ -401,3 +401,20 @@ def test_a_half_resolved_conflict_is_rescued(shim: Path, tmp_path: Path, args: l
         res = run_way(way, args, work, shim)
         assert res.returncode == 0, (way, res.stderr)
         assert b"someone's resolution in progress\n" in rescued(work, "README"), way
+
+
+# ---------------------------------------------------------------------------
+# mv without -f onto a path that is staged but gone from the work tree
+
+
+def test_mv_onto_a_staged_path_whose_file_is_gone_rescues_the_staged_version(
+    shim: Path, tmp_path: Path
+) -> None:
+    for way in ways(["mv"]):
+        work = fresh_repo(tmp_path / f"via-{way}")
+        (work / "notes.txt").write_text("someone's staged notes\n")
+        git(work, "add", "notes.txt")
+        (work / "notes.txt").unlink()
+        res = run_way(way, ["mv", "README", "notes.txt"], work, shim)
+        assert res.returncode == 0, (way, res.stderr)
+        assert b"someone's staged notes\n" in rescued(work, "notes.txt"), way

@@ -637,7 +637,7 @@ def could_destroy(cmd: GitCommand) -> bool:
     if sub == "rm":
         return not o.has("dry-run")  # without -f: a conflicted file goes unchecked
     if sub == "mv":
-        return o.has("force") and not o.has("dry-run")
+        return not o.has("dry-run")  # without -f: a staged dst whose file is gone
     if sub == "worktree":
         return bool(args) and args[0] == "remove"
     if sub == "branch":

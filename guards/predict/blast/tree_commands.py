@@ -449,8 +449,10 @@ def _matches_a_directory(ctx: Context, pathspec: list[str]) -> bool:
 
 
 def _mv(ctx: Context, args: list[str]) -> BlastRadius:
+    """``mv src dst``: with ``-f``, whatever dst holds; with or without it, the staged
+    version of a dst whose file is gone from the work tree (git replaces the entry)."""
     o = command_options(ctx, "mv", args)
-    if not o.has("force") or o.has("dry-run") or ctx.toplevel is None:
+    if o.has("dry-run") or ctx.toplevel is None:
         return BlastRadius(worktree=ctx.toplevel, losses=[])
     operands = [*o.positionals, *(o.after_dashdash or [])]
     if len(operands) < 2:
@@ -463,11 +465,16 @@ def _mv(ctx: Context, args: list[str]) -> BlastRadius:
     elif len(sources) == 1:
         targets = [dest_abs]
     rels = [r for r in (ctx.rel(t) for t in targets) if r is not None]
-    rels = [r for r in rels if os.path.lexists(os.path.join(ctx.toplevel, r))]
     if not rels:
         return BlastRadius(worktree=ctx.toplevel, losses=[])
+    on_disk = {r for r in rels if os.path.lexists(os.path.join(ctx.toplevel, r))}
+    if on_disk and not o.has("force") and not o.has("k"):
+        return BlastRadius(worktree=ctx.toplevel, losses=[])  # git: "destination exists"
     state = read_state(ctx)
-    wanted = set(rels)
+    moving = {ctx.rel(ctx.abs_path(src)) for src in sources}
+    if any(e.unmerged and e.path in moving for e in state.entries.values()):
+        return BlastRadius(worktree=ctx.toplevel, losses=[])  # git: "conflicted"
+    wanted = set(rels) if o.has("force") else set(rels) - on_disk
     losses = Losses()
     for e in tracked_entries(state):
         if e.path in wanted:
@@ -478,7 +485,7 @@ def _mv(ctx: Context, args: list[str]) -> BlastRadius:
                 kinds.append(LossKind.STAGED)
             losses.add(e.path, *kinds)
     for kind, shown in ((LossKind.UNTRACKED, state.untracked), (LossKind.IGNORED, state.ignored)):
-        for r in wanted:
+        for r in wanted & on_disk:
             if any(r == p or (p.endswith("/") and r.startswith(p)) for p in shown):
                 losses.add(r, kind)
     return losses.radius(ctx)
