@@ -418,3 +418,34 @@ def test_mv_onto_a_staged_path_whose_file_is_gone_rescues_the_staged_version(
         res = run_way(way, ["mv", "README", "notes.txt"], work, shim)
         assert res.returncode == 0, (way, res.stderr)
         assert b"someone's staged notes\n" in rescued(work, "notes.txt"), way
+
+
+# ---------------------------------------------------------------------------
+# sparse-checkout add/reapply delete directories left outside the cone
+
+
+@pytest.mark.parametrize(
+    "args", [["sparse-checkout", "add", "src"], ["sparse-checkout", "reapply"]], ids=" ".join
+)
+def test_sparse_checkout_rescues_ignored_work_in_directories_outside_the_cone(
+    shim: Path, tmp_path: Path, args: list[str]
+) -> None:
+    for way in ways(args):
+        work = make_repo(
+            tmp_path / f"via-{way}", {".gitignore": "*.log\n", "docs/a.md": "a\n", "src/x": "x\n"}
+        )
+        git(work, "sparse-checkout", "set", "src")
+        (work / "docs").mkdir()
+        (work / "docs" / "draft.log").write_text("someone's ignored draft\n")
+        res = run_way(way, args, work, shim)
+        assert res.returncode == 0, (way, res.stderr)
+        assert not (work / "docs").exists()
+        assert b"someone's ignored draft\n" in rescued(work, "docs/draft.log"), way
+
+
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_sparse_checkout_in_non_cone_mode_is_transparent(
+    repo: Path, shim: Path, tmp_path: Path, way: str
+) -> None:
+    (repo / "README").write_text("someone's edit\n")
+    same_as_plain(repo, ["sparse-checkout", "set", "--no-cone", "/src/"], way, shim, tmp_path)

@@ -666,7 +666,7 @@ def could_destroy(cmd: GitCommand) -> bool:
             return parse_options("submodule-update", args[args.index("update") + 1 :]).has("force")
         return False
     if sub == "sparse-checkout":
-        return bool(args) and args[0] in ("set", "reapply", "init")
+        return bool(args) and args[0] in ("set", "add", "reapply", "init")
     return True
 
 
