@@ -445,6 +445,15 @@ CONFLICT_CASES = [
     ("merge", ["restore", "f.txt"]),
     ("merge", ["restore", "--theirs", "f.txt"]),
     ("merge", ["restore", "-m", "f.txt"]),
+    ("merge", ["restore", "--ignore-unmerged", "."]),
+    ("merge", ["restore", "--source=HEAD", "f.txt"]),
+    ("merge", ["restore", "--source=side", "."]),
+    ("merge", ["restore", "-S", "-W", "f.txt"]),
+    ("merge", ["restore", "--staged", "f.txt"]),
+    ("merge", ["rm", "-f", "f.txt"]),
+    ("merge", ["rm", "f.txt"]),
+    ("merge", ["rm", "g.txt", "f.txt"]),
+    ("merge", ["rm", "--cached", "f.txt"]),
     ("merge", ["switch", "-f", "side"]),
     ("merge", ["stash"]),
     ("cherry-pick", ["cherry-pick", "--skip"]),
@@ -851,3 +860,108 @@ def test_stash_deletes_what_stands_where_a_tracked_file_comes_back(
     # What git deleted (or took into the stash) is all in the radius.
     assert set(destroyed) <= set(radius.paths)
     assert destroyed
+
+
+MV_CASES = [
+    ("echo staged > b; git add b; rm b", ["mv", "a", "b"]),
+    ("rm b", ["mv", "a", "b"]),
+    ("echo new > n; git add n; rm n", ["mv", "a", "n"]),
+    ("echo staged > b; git add b; rm b", ["mv", "-k", "a", "b"]),
+    ("mkdir -p e; echo staged > e/a; git add e/a; rm e/a", ["mv", "a", "e"]),
+    ("echo staged > b; git add b", ["mv", "a", "b"]),
+    ("echo staged > b; git add b", ["mv", "-f", "a", "b"]),
+    ("echo u > u.txt", ["mv", "a", "u.txt"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("setup", "argv"), MV_CASES, ids=[f"{s} | {' '.join(a)}" for s, a in MV_CASES]
+)
+def test_mv_onto_a_staged_path_whose_file_is_gone(
+    tmp_path: Path, setup: str, argv: list[str]
+) -> None:
+    top = make_repo(tmp_path / "r", {"a": "a\n", "b": "b\n", "d/x": "x\n"})
+    subprocess.run(["sh", "-c", setup], cwd=top, check=True)
+    assert_exact(top, argv)
+
+
+# ---------------------------------------------------------------------------
+# sparse-checkout: every form
+
+
+def _sparse_repo(tmp_path: Path) -> Path:
+    return make_repo(
+        tmp_path / "r",
+        {
+            ".gitignore": "*.log\n",
+            "top.txt": "top\n",
+            "a/keep.txt": "a\n",
+            "b/go.txt": "b\n",
+            "b/deep/go2.txt": "bd\n",
+            "c/c.txt": "c\n",
+            "d/d.txt": "d\n",
+        },
+    )
+
+
+DIRTY_DIRS = (
+    "echo ig1 > b/deep/gone.log; echo ig2 > a/stays.log; echo ig3 > c/kept.log; "
+    "echo u1 > c/unt.txt; echo ig4 > d/kept.log; echo mod > d/d.txt"
+)
+SPARSE_CASES = [
+    (DIRTY_DIRS, ["sparse-checkout", "set", "a"]),
+    (DIRTY_DIRS, ["sparse-checkout", "init"]),
+    (DIRTY_DIRS, ["sparse-checkout", "init", "--cone"]),
+    (DIRTY_DIRS, ["sparse-checkout", "set", "--no-cone", "/a/"]),
+    (DIRTY_DIRS, ["sparse-checkout", "reapply"]),
+    (DIRTY_DIRS, ["sparse-checkout", "add", "b"]),
+    (DIRTY_DIRS, ["-C", "a", "sparse-checkout", "set", "../b"]),
+    (
+        "git sparse-checkout set a; mkdir -p c; echo ig5 > c/late.log",
+        ["sparse-checkout", "reapply"],
+    ),
+    (
+        "git sparse-checkout set a; mkdir -p c; echo ig6 > c/late.log",
+        ["sparse-checkout", "add", "b"],
+    ),
+    ("git sparse-checkout set a b; echo ig7 > b/i.log", ["sparse-checkout", "set", "a"]),
+    ("git sparse-checkout set a b; echo ig8 > b/i.log", ["sparse-checkout", "set", "a", "b/deep"]),
+    (
+        "git sparse-checkout set a b; echo ig9 > b/i.log; git sparse-checkout disable",
+        ["sparse-checkout", "init", "--cone"],
+    ),
+    ("git sparse-checkout set a; mkdir -p b; echo u10 > b/go.txt", ["sparse-checkout", "disable"]),
+    (
+        "git sparse-checkout set --no-cone /a/; mkdir b; echo ig11 > b/i.log",
+        ["sparse-checkout", "reapply"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("setup", "argv"), SPARSE_CASES, ids=[f"{s[:20]} | {' '.join(a)}" for s, a in SPARSE_CASES]
+)
+def test_sparse_checkout_every_form(tmp_path: Path, setup: str, argv: list[str]) -> None:
+    top = _sparse_repo(tmp_path)
+    subprocess.run(["sh", "-c", setup], cwd=top, check=True, capture_output=True)
+    assert_exact(top, argv)
+
+
+def test_sparse_checkout_set_from_stdin_counts_every_directory_as_leaving(
+    tmp_path: Path,
+) -> None:
+    top = _sparse_repo(tmp_path)
+    subprocess.run(["sh", "-c", DIRTY_DIRS], cwd=top, check=True)
+    radius = predict(top, ["sparse-checkout", "set", "--stdin"])
+    destroyed, _ = observe(top, ["sparse-checkout", "set", "--stdin"], stdin=b"a\n")
+    assert set(destroyed) <= set(radius.paths)
+    assert destroyed
+
+
+@pytest.mark.parametrize("action", ["add", "reapply"])
+def test_sparse_checkout_outside_a_sparse_checkout_is_refused_by_git(
+    tmp_path: Path, action: str
+) -> None:
+    top = _sparse_repo(tmp_path)
+    subprocess.run(["sh", "-c", DIRTY_DIRS], cwd=top, check=True)
+    assert predict(top, ["sparse-checkout", action, "b"][: 3 if action == "add" else 2]).empty()

@@ -367,3 +367,85 @@ def test_work_standing_where_a_tracked_file_returns_is_rescued(
         assert (work / "README").read_text() == "hello\n"
         assert b"someone's notes\n" in rescued(work, "README/notes.txt"), way
         assert b"someone's file where src/ was\n" in rescued(work, "src"), way
+
+
+# ---------------------------------------------------------------------------
+# A conflict half resolved: restore from a tree, rm, rm -f discard the resolution
+
+
+def _half_resolved(where: Path) -> Path:
+    work = fresh_repo(where)
+    git(work, "checkout", "-q", "-b", "side")
+    (work / "README").write_text("side\n")
+    git(work, "commit", "-qam", "side")
+    git(work, "checkout", "-q", "main")
+    (work / "README").write_text("main\n")
+    git(work, "commit", "-qam", "main")
+    git(work, "merge", "side", check=False)
+    (work / "README").write_text("someone's resolution in progress\n")
+    return work
+
+
+HALF_RESOLVED = [
+    ["restore", "--source=HEAD", "README"],
+    ["restore", "-S", "-W", "README"],
+    ["rm", "-f", "README"],
+    ["rm", "README"],
+]
+
+
+@pytest.mark.parametrize("args", HALF_RESOLVED, ids=lambda a: " ".join(a))
+def test_a_half_resolved_conflict_is_rescued(shim: Path, tmp_path: Path, args: list[str]) -> None:
+    for way in ways(args):
+        work = _half_resolved(tmp_path / f"via-{way}")
+        res = run_way(way, args, work, shim)
+        assert res.returncode == 0, (way, res.stderr)
+        assert b"someone's resolution in progress\n" in rescued(work, "README"), way
+
+
+# ---------------------------------------------------------------------------
+# mv without -f onto a path that is staged but gone from the work tree
+
+
+def test_mv_onto_a_staged_path_whose_file_is_gone_rescues_the_staged_version(
+    shim: Path, tmp_path: Path
+) -> None:
+    for way in ways(["mv"]):
+        work = fresh_repo(tmp_path / f"via-{way}")
+        (work / "notes.txt").write_text("someone's staged notes\n")
+        git(work, "add", "notes.txt")
+        (work / "notes.txt").unlink()
+        res = run_way(way, ["mv", "README", "notes.txt"], work, shim)
+        assert res.returncode == 0, (way, res.stderr)
+        assert b"someone's staged notes\n" in rescued(work, "notes.txt"), way
+
+
+# ---------------------------------------------------------------------------
+# sparse-checkout add/reapply delete directories left outside the cone
+
+
+@pytest.mark.parametrize(
+    "args", [["sparse-checkout", "add", "src"], ["sparse-checkout", "reapply"]], ids=" ".join
+)
+def test_sparse_checkout_rescues_ignored_work_in_directories_outside_the_cone(
+    shim: Path, tmp_path: Path, args: list[str]
+) -> None:
+    for way in ways(args):
+        work = make_repo(
+            tmp_path / f"via-{way}", {".gitignore": "*.log\n", "docs/a.md": "a\n", "src/x": "x\n"}
+        )
+        git(work, "sparse-checkout", "set", "src")
+        (work / "docs").mkdir()
+        (work / "docs" / "draft.log").write_text("someone's ignored draft\n")
+        res = run_way(way, args, work, shim)
+        assert res.returncode == 0, (way, res.stderr)
+        assert not (work / "docs").exists()
+        assert b"someone's ignored draft\n" in rescued(work, "docs/draft.log"), way
+
+
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_sparse_checkout_in_non_cone_mode_is_transparent(
+    repo: Path, shim: Path, tmp_path: Path, way: str
+) -> None:
+    (repo / "README").write_text("someone's edit\n")
+    same_as_plain(repo, ["sparse-checkout", "set", "--no-cone", "/src/"], way, shim, tmp_path)

@@ -635,9 +635,9 @@ def could_destroy(cmd: GitCommand) -> bool:
             return False
         return action not in ("list", "show", "apply", "create", "store")
     if sub == "rm":
-        return not o.has("dry-run") and (o.has("force") or o.has("cached"))
+        return not o.has("dry-run")  # without -f: a conflicted file goes unchecked
     if sub == "mv":
-        return o.has("force") and not o.has("dry-run")
+        return not o.has("dry-run")  # without -f: a staged dst whose file is gone
     if sub == "worktree":
         return bool(args) and args[0] == "remove"
     if sub == "branch":
@@ -666,7 +666,7 @@ def could_destroy(cmd: GitCommand) -> bool:
             return parse_options("submodule-update", args[args.index("update") + 1 :]).has("force")
         return False
     if sub == "sparse-checkout":
-        return bool(args) and args[0] in ("set", "reapply", "init")
+        return bool(args) and args[0] in ("set", "add", "reapply", "init")
     return True
 
 

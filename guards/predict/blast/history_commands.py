@@ -13,7 +13,7 @@ import posixpath
 from guards import git
 from guards.git import operations
 from guards.git.objects import GITLINK
-from guards.predict.blast.radius import BlastRadius, LossKind, everything
+from guards.predict.blast.radius import BlastRadius, GitRefuses, LossKind, everything
 from guards.predict.blast.rules import (
     TWO_WAY,
     Losses,
@@ -293,28 +293,43 @@ def _submodule(ctx: Context, args: list[str]) -> BlastRadius:
 
 
 def _sparse_checkout(ctx: Context, args: list[str]) -> BlastRadius:
-    if not args or args[0] not in ("set", "reapply", "init"):
-        return BlastRadius(worktree=ctx.toplevel, losses=[])
-    action = args[0]
+    """What a sparse-checkout update destroys: in cone mode, after the new patterns are
+    applied, each tracked directory wholly outside the cone that still exists is
+    deleted with its ignored files, unless it holds untracked files (git keeps it and
+    warns) or a file with local changes (git leaves it "despite sparse patterns").
+    Tracked files that leave are committed content; files that come back never
+    overwrite what is there. Non-cone patterns delete no directory at all."""
+    action = args[0] if args else ""
+    if action not in ("set", "add", "reapply", "init"):
+        return BlastRadius(worktree=ctx.toplevel, losses=[])  # list, disable, check-rules
     o = command_options(ctx, "sparse-checkout", args[1:])
-    cone_cfg = ctx.cmd.config_bool("core.sparsecheckoutcone", None)
-    cone = o.has("cone") if o.given("cone") else (cone_cfg is not False)
-    if o.has("stdin") or not cone or ctx.toplevel is None:
-        return everything(ctx.toplevel)
+    cone = ctx.cmd.config_bool("core.sparsecheckoutcone", None) is not False
+    if action in ("set", "init") and o.given("cone"):
+        cone = o.has("cone")
+    if not cone or ctx.toplevel is None:
+        if action in ("add", "reapply") and not ctx.cmd.config_bool("core.sparsecheckout"):
+            raise GitRefuses("sparse-checkout")  # "no sparse-checkout to add to"
+        return BlastRadius(worktree=ctx.toplevel, losses=[])
+    named = [
+        posixpath.normpath(posixpath.join(ctx.prefix, d)).strip("/")
+        for d in o.positionals + (o.after_dashdash or [])
+    ]
+    current = _cone(ctx)
+    if action in ("add", "reapply") and not ctx.cmd.config_bool("core.sparsecheckout"):
+        raise GitRefuses("sparse-checkout")  # "must be in a sparse-checkout"
     if action == "set":
-        dirs = [d.strip("/") for d in o.positionals + (o.after_dashdash or [])]
+        dirs = [] if o.has("stdin") else named  # from stdin: as if every directory left
+    elif action == "add":
+        dirs = [] if o.has("stdin") else [*(current or []), *named]
     elif action == "init":
-        dirs = []
+        dirs = current or []
     else:
-        listed = ctx.run(["sparse-checkout", "list"], check=False)
-        if listed.returncode != 0:
-            return everything(ctx.toplevel)
-        dirs = [d.strip("/") for d in listed.stdout.decode("utf-8", "replace").splitlines()]
+        dirs = current or []
     state = read_state(ctx, hash_work=False)
+    if any(e.unmerged for e in state.entries.values()):
+        return BlastRadius(worktree=ctx.toplevel, losses=[])  # git deletes no directory
     losses = Losses()
     tracked_dirs = _tracked_dirs(ctx)
-    # A directory leaving the cone is deleted with its ignored files, unless it still
-    # holds untracked files or local changes (then git keeps all of it and warns).
     leaving: dict[str, list[str]] = {}
     for p in state.ignored_files:
         parent = posixpath.dirname(p)
@@ -330,6 +345,19 @@ def _sparse_checkout(ctx: Context, args: list[str]) -> BlastRadius:
         for p in ignored:
             losses.add(p, LossKind.IGNORED)
     return losses.radius(ctx)
+
+
+def _cone(ctx: Context) -> list[str] | None:
+    """The directories of the cone in the work tree's sparse-checkout file (which
+    ``init`` reuses even after ``disable``); None when there is no such file."""
+    try:
+        with open(os.path.join(ctx.git_dir, "info", "sparse-checkout"), "rb") as f:
+            lines = [os.fsdecode(line.strip()) for line in f]
+    except OSError:
+        return None
+    dirs = {line.strip("/") for line in lines if line.startswith("/") and line.endswith("/")}
+    parents = {line[2:-3] for line in lines if line.startswith("!/") and line.endswith("/*/")}
+    return sorted(d for d in dirs - parents if d and d != "*")
 
 
 def _in_cone(directory: str, cone: Sequence[str]) -> bool:

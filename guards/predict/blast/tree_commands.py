@@ -51,7 +51,7 @@ TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from guards.predict.blast.state import Context
+    from guards.predict.blast.state import Context, Entry
     from guards.predict.options import Options
 
 
@@ -245,14 +245,17 @@ def _restore(ctx: Context, args: list[str]) -> BlastRadius:
     target = Target(ctx, x_oid, head)
     state = read_state(ctx, pathspec_args(ctx, o, pathspec), target=target)
     losses = Losses()
-    resolving = o.has("ours") or o.has("theirs") or o.has("merge") or o.has("ignore-unmerged")
-    if not resolving and worktree and any(e.unmerged for e in state.entries.values()):
-        return BlastRadius(worktree=ctx.toplevel, losses=[])  # git refuses
-    if worktree and resolving:
-        # --ours/--theirs/-m rewrite a conflicted file: the resolution in progress goes.
-        for e in state.entries.values():
-            if e.unmerged and wt(e, e.head):
-                losses.add(e.path, LossKind.WORKTREE)
+    unmerged = [e for e in state.entries.values() if e.unmerged]
+    if worktree and source is None and not staged and unmerged:
+        # From the index, a conflicted path stops git, unless told what to do with it:
+        # --ours/--theirs/-m rewrite the file (the resolution in progress goes),
+        # --ignore-unmerged leaves it alone. (From a tree, git simply overwrites it.)
+        if o.has("ours") or o.has("theirs") or o.has("merge"):
+            for e in unmerged:
+                if wt(e, e.head):
+                    losses.add(e.path, LossKind.WORKTREE)
+        elif not o.has("ignore-unmerged"):
+            return BlastRadius(worktree=ctx.toplevel, losses=[])  # git refuses
     ignore_sw = o.has("ignore-skip-worktree-bits")
     if staged and worktree:
         r1(
@@ -394,17 +397,19 @@ def _rm(ctx: Context, args: list[str]) -> BlastRadius:
     tracked = [
         e
         for e in tracked_entries(state)
-        if (e.index is not None or e.intent_to_add) and (o.has("sparse") or not e.skip_worktree)
+        if (e.index is not None or e.intent_to_add or e.unmerged)
+        and (o.has("sparse") or not e.skip_worktree)
     ]
+    checked = [e for e in tracked if not e.unmerged]  # git never checks a conflicted path
     if o.has("cached"):
         # Staged content that matches neither the file nor HEAD: git refuses without -f.
-        at_risk = [e for e in tracked if ix(e, e.head) and wi(e)]
+        at_risk = [e for e in checked if ix(e, e.head) and wi(e)]
         if at_risk and not force:
             return losses.radius(ctx)
         for e in at_risk:
             losses.add(e.path, LossKind.STAGED)
         return losses.radius(ctx)
-    if not force:
+    if not force and any(_local_change(e) for e in checked):
         return losses.radius(ctx)  # git refuses anything with local changes
     for e in tracked:
         kinds = []
@@ -414,6 +419,14 @@ def _rm(ctx: Context, args: list[str]) -> BlastRadius:
             kinds.append(LossKind.STAGED)
         losses.add(e.path, *kinds)
     return losses.radius(ctx)
+
+
+def _local_change(e: Entry) -> bool:
+    """What makes ``rm`` without ``-f`` refuse: staged content, or a file that differs
+    from its entry (a file already gone does not count)."""
+    if e.intent_to_add:
+        return e.work is not None
+    return e.index != e.head or (e.work is not None and e.work != e.index)
 
 
 def _matches_a_directory(ctx: Context, pathspec: list[str]) -> bool:
@@ -436,8 +449,10 @@ def _matches_a_directory(ctx: Context, pathspec: list[str]) -> bool:
 
 
 def _mv(ctx: Context, args: list[str]) -> BlastRadius:
+    """``mv src dst``: with ``-f``, whatever dst holds; with or without it, the staged
+    version of a dst whose file is gone from the work tree (git replaces the entry)."""
     o = command_options(ctx, "mv", args)
-    if not o.has("force") or o.has("dry-run") or ctx.toplevel is None:
+    if o.has("dry-run") or ctx.toplevel is None:
         return BlastRadius(worktree=ctx.toplevel, losses=[])
     operands = [*o.positionals, *(o.after_dashdash or [])]
     if len(operands) < 2:
@@ -450,11 +465,16 @@ def _mv(ctx: Context, args: list[str]) -> BlastRadius:
     elif len(sources) == 1:
         targets = [dest_abs]
     rels = [r for r in (ctx.rel(t) for t in targets) if r is not None]
-    rels = [r for r in rels if os.path.lexists(os.path.join(ctx.toplevel, r))]
     if not rels:
         return BlastRadius(worktree=ctx.toplevel, losses=[])
+    on_disk = {r for r in rels if os.path.lexists(os.path.join(ctx.toplevel, r))}
+    if on_disk and not o.has("force") and not o.has("k"):
+        return BlastRadius(worktree=ctx.toplevel, losses=[])  # git: "destination exists"
     state = read_state(ctx)
-    wanted = set(rels)
+    moving = {ctx.rel(ctx.abs_path(src)) for src in sources}
+    if any(e.unmerged and e.path in moving for e in state.entries.values()):
+        return BlastRadius(worktree=ctx.toplevel, losses=[])  # git: "conflicted"
+    wanted = set(rels) if o.has("force") else set(rels) - on_disk
     losses = Losses()
     for e in tracked_entries(state):
         if e.path in wanted:
@@ -465,7 +485,7 @@ def _mv(ctx: Context, args: list[str]) -> BlastRadius:
                 kinds.append(LossKind.STAGED)
             losses.add(e.path, *kinds)
     for kind, shown in ((LossKind.UNTRACKED, state.untracked), (LossKind.IGNORED, state.ignored)):
-        for r in wanted:
+        for r in wanted & on_disk:
             if any(r == p or (p.endswith("/") and r.startswith(p)) for p in shown):
                 losses.add(r, kind)
     return losses.radius(ctx)
