@@ -15,6 +15,7 @@ import stat
 
 from guards import git
 from guards.errors import UnknownStateError
+from guards.git.dirty import read_status
 from guards.git.objects import GITLINK, ZERO_MODE, blob_oid, empty_tree
 from guards.git.quoting import c_unquote
 from guards.values import MutableValue
@@ -318,7 +319,12 @@ def read_state(
     where ``target`` differs from HEAD, and for conflicts. Elsewhere its unknown id
     (``""``) already differs from both the index and HEAD, which is all that matters.
     """
-    out = ctx.out([*git.status_args(ignored=True), *(limit or [])], at_prefix=True)
+    try:
+        out = read_status(
+            lambda args: ctx.run(args, at_prefix=True, check=False), ignored=True, limit=limit
+        )
+    except git.GitError as failed:
+        raise UnknownStateError(str(failed)) from failed
     state = State(toplevel=ctx.toplevel or "")
     records = git.zsplit(out)
     i = 0
