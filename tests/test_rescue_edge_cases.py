@@ -181,6 +181,21 @@ def test_restore_never_opens_a_special_file(repo: Path) -> None:
     assert stat.S_ISFIFO(os.lstat(repo / "README").st_mode)
 
 
+def test_a_pathspec_file_that_is_a_pipe_is_left_for_git_to_read(repo: Path, tmp_path: Path) -> None:
+    (repo / "README").write_text("someone's work\n")
+    (repo / "src" / "app.py").write_text("more work\n")
+    shim = install_shim(tmp_path / "shim")
+    line = 'git restore --pathspec-from-file=<(printf "README\\n")'
+    env = {**os.environ, **BOB, "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}"}
+    res = subprocess.run(
+        ["bash", "-c", line], cwd=repo, env=env, capture_output=True, timeout=60, check=False
+    )
+    assert res.returncode == 0, res.stderr
+    assert (repo / "README").read_text() == "hello\n"  # git read the pipe, not guards
+    assert (repo / "src" / "app.py").read_text() == "more work\n"
+    assert any(git(repo, "show", f"{r}:README") == "someone's work\n" for r in rescue_refs(repo))
+
+
 # -- 5. a stray ref in the rescue namespace ------------------------------------------------
 
 
@@ -479,6 +494,16 @@ def test_worktree_remove_force_keeps_a_nested_repository_of_the_worktree(
     kept = [r for r in rescue_refs(repo) if r.endswith("-repo-nested")]
     assert len(kept) == 1, rescue_refs(repo)
     assert git(repo, "merge-base", "--is-ancestor", later, kept[0], check=False) == ""
+
+
+def test_a_linked_worktree_inside_the_checkout_loses_only_its_files(repo: Path) -> None:
+    # Its history lives in this repository: no copy of it is kept, its files are.
+    git(repo, "worktree", "add", "-q", "inner")
+    (repo / "inner" / "README").write_text("work in the inner worktree\n")
+    res = run_via("guards-run", ["clean", "-ffd"], repo, env=BOB)
+    assert res.returncode == 0, res.stderr
+    (ref,) = rescue_refs(repo)
+    assert git(repo, "show", f"{ref}:inner/README") == "work in the inner worktree\n"
 
 
 def test_clean_without_double_force_leaves_nested_repositories_to_git(repo: Path) -> None:

@@ -289,8 +289,11 @@ def pathspec_args(ctx: Context, opts: Options, pathspec: Sequence[str]) -> list[
     if source is not None:
         if source == "-":
             return None
-        # git status has no --pathspec-from-file: read the file as git would.
+        # git status has no --pathspec-from-file: read the file as git would. A pipe
+        # (`<(...)`), FIFO or device is never read: what guards read, git would not get.
         try:
+            if not stat.S_ISREG(os.stat(ctx.abs_path(source)).st_mode):
+                return None
             with open(ctx.abs_path(source), "rb") as f:
                 data = f.read()
         except OSError:

@@ -99,20 +99,26 @@ def plan(ws: Workspace, groups: dict[str | None, list[str]]) -> Plan:
                 files, inner_roots = _files_of(top, p)
                 kept += files
                 for r in [p, *inner_roots]:
-                    _keep(ws, out, roots.get(r) or _classify(ws, [r])[r], owner)
+                    _keep(ws, out, roots.get(r) or _classify(ws, [r])[r], owner, p)
             else:
                 kept.append(p)
-                for r in _chain(p, roots):
-                    _keep(ws, out, roots[r], owner)
+                chain = _chain(p, roots)
+                for r in chain:
+                    _keep(ws, out, roots[r], owner, chain[0])
         out.groups[owner] = kept
     out.handled |= set(roots)
     return out
 
 
-def _keep(ws: Workspace, out: Plan, root: _Root, owner: str | None) -> None:
+def _keep(ws: Workspace, out: Plan, root: _Root, owner: str | None, container: str) -> None:
+    """Keep ``root`` whole when its history lies in ``container``, the directory at risk
+    (a linked worktree's or a gitfile's repository elsewhere survives: its files, in
+    the outer rescue, are all it loses)."""
     out.handled.add(root.path)
     if root.repo is not None:
-        out.keep.setdefault(root.path, owner)
+        inside = os.path.realpath(ws.repo.worktree / container) + os.sep
+        if os.path.realpath(root.repo.common_dir).startswith(inside):
+            out.keep.setdefault(root.path, owner)
         return
     dot_git = ws.repo.worktree / root.path / ".git"
     if dot_git.is_dir() and not dot_git.is_symlink() and any(dot_git.iterdir()):
