@@ -20,7 +20,7 @@ import pytest
 from guards.protect.rescue import AtRiskPath, create_refs, rescue_paths
 from guards.state.workspace import Workspace
 from tests.guarded import install_aliases, install_shim, run_via
-from tests.helpers import LEDGER, git, observe, run_guards
+from tests.helpers import LEDGER, commit_file, git, make_repo, observe, run_guards
 
 ALICE = {"GUARDS_SESSION": "alice"}
 BOB = {"GUARDS_SESSION": "bob"}
@@ -179,6 +179,21 @@ def test_restore_never_opens_a_special_file(repo: Path) -> None:
     assert res.returncode == 1, res.stderr  # a conflict: left alone, said so
     assert "README" in res.stdout
     assert stat.S_ISFIFO(os.lstat(repo / "README").st_mode)
+
+
+def test_a_pathspec_file_that_is_a_pipe_is_left_for_git_to_read(repo: Path, tmp_path: Path) -> None:
+    (repo / "README").write_text("someone's work\n")
+    (repo / "src" / "app.py").write_text("more work\n")
+    shim = install_shim(tmp_path / "shim")
+    line = 'git restore --pathspec-from-file=<(printf "README\\n")'
+    env = {**os.environ, **BOB, "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}"}
+    res = subprocess.run(
+        ["bash", "-c", line], cwd=repo, env=env, capture_output=True, timeout=60, check=False
+    )
+    assert res.returncode == 0, res.stderr
+    assert (repo / "README").read_text() == "hello\n"  # git read the pipe, not guards
+    assert (repo / "src" / "app.py").read_text() == "more work\n"
+    assert any(git(repo, "show", f"{r}:README") == "someone's work\n" for r in rescue_refs(repo))
 
 
 # -- 5. a stray ref in the rescue namespace ------------------------------------------------
@@ -402,3 +417,242 @@ def test_the_staged_version_stays_as_git_stored_it(repo: Path) -> None:
     )
     assert git(repo, "rev-parse", f"{result.ref}^2:notes.txt").strip() == staged
     assert blob(repo, result.ref, "notes.txt") == RAW["notes.txt"]
+
+
+# -- 3. untracked nested repositories are kept whole -----------------------------------------
+
+
+def _nested_repository(repo: Path) -> Path:
+    """An untracked repository inside the checkout, with history only it holds and every
+    kind of uncommitted work."""
+    nested = make_repo(repo / "nested", {"n.txt": "committed\n"})
+    git(nested, "branch", "side")
+    git(nested, "tag", "-a", "v1", "-m", "an annotated tag")
+    (nested / "n.txt").write_text("stashed\n")
+    git(nested, "stash", "-q")
+    commit_file(nested, "later.txt", "a commit only the nested repository has\n")
+    (nested / "n.txt").write_text("dirty\n")
+    (nested / "staged.txt").write_text("staged\n")
+    git(nested, "add", "staged.txt")
+    (nested / "untracked.txt").write_text("untracked\n")
+    return nested
+
+
+def _repository_state(nested: Path) -> dict[str, str]:
+    return {
+        "refs": git(nested, "for-each-ref", "--format=%(refname) %(objectname)"),
+        "head": git(nested, "symbolic-ref", "HEAD"),
+        "stash": git(nested, "stash", "list", "--format=%H %gs"),
+        "status": git(nested, "status", "--porcelain"),
+        "files": "".join(
+            f"{p.relative_to(nested)}:{p.read_text()}"
+            for p in sorted(nested.rglob("*"))
+            if p.is_file() and ".git" not in p.relative_to(nested).parts
+        ),
+    }
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_clean_ffd_keeps_an_untracked_nested_repository_whole(
+    repo: Path, tmp_path: Path, way: str
+) -> None:
+    nested = _nested_repository(repo)
+    before = _repository_state(nested)
+    res = guarded(way, ["clean", "-ffd"], repo, tmp_path, BOB)
+    assert res.returncode == 0, res.stderr
+    assert not nested.exists()
+    kept = [r for r in rescue_refs(repo) if r.endswith("-repo-nested")]
+    assert len(kept) == 1, rescue_refs(repo)
+    assert "kept repository nested/" in res.stderr.decode()
+    restored = run_guards("rescue", "restore", kept[0], cwd=repo)
+    assert restored.returncode == 0, restored.stdout + restored.stderr
+    assert _repository_state(nested) == before
+
+
+def test_keeping_a_nested_repository_touches_nothing(repo: Path) -> None:
+    nested = _nested_repository(repo)
+    outer, inner = observe(repo), observe(nested)
+    results = rescue_paths(Workspace.open(repo), [AtRiskPath("nested/", None)], command="clean")
+    assert observe(repo) == outer
+    assert observe(nested) == inner
+    labels = [r.label for r in results]
+    assert "repository nested/" in labels, labels
+    files = next(r for r in results if r.label is None)
+    assert git(repo, "show", f"{files.ref}:nested/untracked.txt") == "untracked\n"
+
+
+def test_worktree_remove_force_keeps_a_nested_repository_of_the_worktree(
+    repo: Path, tmp_path: Path
+) -> None:
+    wt = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", str(wt))
+    nested = _nested_repository(wt)
+    later = git(nested, "rev-parse", "HEAD").strip()
+    res = run_via("guards-run", ["worktree", "remove", "--force", str(wt)], repo, env=BOB)
+    assert res.returncode == 0, res.stderr
+    assert not wt.exists()
+    kept = [r for r in rescue_refs(repo) if r.endswith("-repo-nested")]
+    assert len(kept) == 1, rescue_refs(repo)
+    assert git(repo, "merge-base", "--is-ancestor", later, kept[0], check=False) == ""
+
+
+def test_a_linked_worktree_inside_the_checkout_loses_only_its_files(repo: Path) -> None:
+    # Its history lives in this repository: no copy of it is kept, its files are.
+    git(repo, "worktree", "add", "-q", "inner")
+    (repo / "inner" / "README").write_text("work in the inner worktree\n")
+    res = run_via("guards-run", ["clean", "-ffd"], repo, env=BOB)
+    assert res.returncode == 0, res.stderr
+    (ref,) = rescue_refs(repo)
+    assert git(repo, "show", f"{ref}:inner/README") == "work in the inner worktree\n"
+
+
+def test_clean_without_double_force_leaves_nested_repositories_to_git(repo: Path) -> None:
+    nested = _nested_repository(repo)
+    before = _repository_state(nested)
+    res = run_via("guards-run", ["clean", "-fdx"], repo, env=BOB)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == b""
+    assert rescue_refs(repo) == []
+    assert _repository_state(nested) == before
+
+
+def test_sparse_checkout_beside_a_nested_repository_is_not_refused(repo: Path) -> None:
+    nested = _nested_repository(repo)
+    before = _repository_state(nested)
+    res = run_via(
+        "guards-run", ["sparse-checkout", "set", "--no-cone", "/README", "/nested/"], repo, env=BOB
+    )
+    assert res.returncode == 0, res.stderr
+    assert _repository_state(nested) == before
+
+
+def test_a_nested_repository_git_cannot_read_goes_as_plain_files(repo: Path) -> None:
+    (repo / "nested").mkdir()
+    (repo / "nested" / ".git").write_text("gitdir: /nowhere\n")
+    (repo / "nested" / "f").write_text("work in a broken nested repository\n")
+    plain = subprocess.run(["git", "clean", "-ffdn"], cwd=repo, capture_output=True)
+    res = run_via("guards-run", ["clean", "-ffd"], repo, env=BOB)
+    assert res.returncode == plain.returncode == 0, res.stderr
+    refs = rescue_refs(repo)
+    assert any(
+        git(repo, "show", f"{r}:nested/f", check=False) == "work in a broken nested repository\n"
+        for r in refs
+    ), refs
+
+
+def test_a_nested_git_directory_no_rescue_can_hold_refuses_naming_it(repo: Path) -> None:
+    broken = repo / "nested" / ".git"
+    broken.mkdir(parents=True)
+    (broken / "HEAD").write_text("garbage\n")
+    (repo / "nested" / "f").write_text("work\n")
+    res = run_via("guards-run", ["clean", "-ffd"], repo, env=BOB)
+    assert res.returncode == 20
+    message = res.stderr.decode()
+    assert "nested/" in message and "GUARDS_POLICY=warn" in message
+    assert len(message.strip().splitlines()) == 1
+    assert (repo / "nested" / "f").exists()
+
+
+# -- 8. submodules: their dirty work is rescued inside them ---------------------------------
+
+
+@pytest.fixture
+def with_submodule(repo: Path, tmp_path: Path) -> Path:
+    make_repo(tmp_path / "upstream", {"s": "sub\n"})
+    git(
+        repo,
+        "-c",
+        "protocol.file.allow=always",
+        "submodule",
+        "add",
+        "-q",
+        str(tmp_path / "upstream"),
+        "sub",
+    )
+    git(repo, "commit", "-qm", "add sub")
+    (repo / "sub" / "s").write_text("dirty inside the submodule\n")
+    (repo / "sub" / "new").write_text("untracked inside the submodule\n")
+    return repo
+
+
+def sub_rescue_refs(repo: Path) -> list[str]:
+    return git(
+        repo / ".git" / "modules" / "sub", "for-each-ref", "--format=%(refname)", "refs/rescue"
+    ).split()
+
+
+#: Commands that destroy a submodule's dirty work, but that the prediction does not yet
+#: count (guards/predict): once it does, the rescue inside the submodule follows.
+_NOT_PREDICTED = pytest.mark.xfail(
+    strict=True, reason="prediction hole: the submodule's dirty work is not in the radius"
+)
+SUBMODULE_COMMANDS = [
+    ["reset", "--hard", "--recurse-submodules"],
+    ["submodule", "update", "--force"],
+    ["submodule", "deinit", "-f", "sub"],
+    pytest.param(["-c", "submodule.recurse=true", "reset", "--hard"], marks=_NOT_PREDICTED),
+    pytest.param(["checkout", "-f", "--recurse-submodules", "HEAD"], marks=_NOT_PREDICTED),
+    pytest.param(["rm", "-f", "sub"], marks=_NOT_PREDICTED),
+]
+
+
+@pytest.mark.parametrize("args", SUBMODULE_COMMANDS, ids=lambda a: " ".join(a))
+def test_a_dirty_submodule_is_rescued_inside_it_then_git_runs(
+    with_submodule: Path, args: list[str]
+) -> None:
+    repo = with_submodule
+    plain_rc = 0
+    res = run_via("guards-run", args, repo, env=BOB)
+    assert res.returncode == plain_rc, res.stderr
+    (ref,) = sub_rescue_refs(repo)
+    gitdir = repo / ".git" / "modules" / "sub"
+    assert git(gitdir, "show", f"{ref}:s") == "dirty inside the submodule\n"
+    assert git(gitdir, "show", f"{ref}:new") == "untracked inside the submodule\n"
+    line = next(x for x in res.stderr.decode().splitlines() if ref in x)
+    assert "in submodule sub/" in line and "cd sub && guards rescue restore" in line
+
+
+def test_a_rescue_inside_a_submodule_touches_nothing_and_restores(with_submodule: Path) -> None:
+    repo = with_submodule
+    outer, inner = observe(repo), observe(repo / "sub")
+    results = rescue_paths(Workspace.open(repo), [AtRiskPath("sub", None)], command="reset")
+    assert observe(repo) == outer
+    assert observe(repo / "sub") == inner
+    (inside,) = [r for r in results if r.repository == "sub"]
+    git(repo, "submodule", "update", "--force", "-q")
+    assert (repo / "sub" / "s").read_text() == "sub\n"
+    (repo / "sub" / "new").unlink()
+    restored = run_guards("rescue", "restore", inside.ref, cwd=repo / "sub")
+    assert restored.returncode == 0, restored.stdout + restored.stderr
+    assert (repo / "sub" / "s").read_text() == "dirty inside the submodule\n"
+    assert (repo / "sub" / "new").read_text() == "untracked inside the submodule\n"
+
+
+BROKEN = [
+    ["reset", "--hard", "--recurse-submodules"],
+    ["reset", "--hard"],
+    ["checkout", "-f", "HEAD"],
+    ["submodule", "deinit", "-f", "sub"],
+]
+
+
+@pytest.mark.parametrize("args", BROKEN, ids=" ".join)
+def test_a_submodule_whose_git_file_points_nowhere_does_not_fail_the_guard(
+    with_submodule: Path, tmp_path: Path, args: list[str]
+) -> None:
+    repo = with_submodule
+    (repo / "sub" / ".git").write_text("gitdir: /nowhere\n")
+    (repo / "README").write_text("top-level work\n")
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-a", str(repo), str(copy)], check=True)
+    plain = run_via("plain", args, copy)
+    res = run_via("guards-run", args, repo, env=BOB)
+    assert res.returncode == plain.returncode, res.stderr
+    dirty = "dirty inside the submodule\n"
+    kept_by_git = (copy / "sub" / "s").is_file() and (copy / "sub" / "s").read_text() == dirty
+    if not kept_by_git:  # git destroys it: a rescue holds it
+        refs = rescue_refs(repo)
+        assert any(git(repo, "show", f"{r}:sub/s", check=False) == dirty for r in refs), (
+            refs,
+            res.stderr,
+        )

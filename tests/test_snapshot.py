@@ -7,9 +7,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from guards.protect.rescue import AtRiskPath, RescueFailedError, rescue_paths
+from guards.protect.rescue import AtRiskPath, rescue_paths
 from guards.protect.snapshot import Capture
 from guards.state.workspace import Workspace
 from tests.helpers import git, make_repo, observe
@@ -237,24 +235,30 @@ def test_linked_worktree_uses_its_own_index(repo: Path, tmp_path: Path) -> None:
     assert git(wt, "rev-parse", f"{ref}^1") == git(wt, "rev-parse", "side")
 
 
-def test_untracked_nested_repository_fails_the_rescue_and_says_why(repo: Path) -> None:
+def test_untracked_nested_repository_is_kept_whole_touching_nothing(repo: Path) -> None:
     nested = make_repo(repo / "nested", {"f": "nested\n"})
     (nested / "f").write_text("dirty\n")
-    before = observe(repo)
-    with pytest.raises(RescueFailedError, match="nested repository"):
-        rescue_all(repo, ["nested/"])
+    before, inside = observe(repo), observe(nested)
+    results = rescue_all(repo, ["nested/"])
     assert observe(repo) == before
-    assert not git(repo, "for-each-ref", "refs/rescue")
+    assert observe(nested) == inside
+    (kept,) = [r for r in results if r.label == "repository nested/"]
+    assert git(repo, "show", f"{kept.commit}:f") == "dirty\n"
+    head = git(nested, "rev-parse", "HEAD").strip()
+    assert git(repo, "merge-base", "--is-ancestor", head, kept.ref, check=False) == ""
 
 
-def test_dirty_submodule_fails_the_rescue(repo: Path, tmp_path: Path) -> None:
+def test_dirty_submodule_is_rescued_inside_it(repo: Path, tmp_path: Path) -> None:
     sub_src = make_repo(tmp_path / "subsrc", {"s": "sub\n"})
     git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub_src), "sub")
     git(repo, "commit", "-qm", "add sub")
     (repo / "sub" / "s").write_text("dirty inside\n")
-    with pytest.raises(RescueFailedError, match="submodule"):
-        rescue_all(repo, ["sub"])
-    assert not git(repo, "for-each-ref", "refs/rescue")
+    before, inside = observe(repo), observe(repo / "sub")
+    results = rescue_all(repo, ["sub"])
+    assert observe(repo) == before
+    assert observe(repo / "sub") == inside
+    (sub,) = [r for r in results if r.repository == "sub"]
+    assert git(repo / "sub", "show", f"{sub.ref}:s") == "dirty inside\n"
 
 
 def test_submodule_moved_to_another_commit_is_kept_as_gitlink(repo: Path, tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from guards import git, output
 from guards.config import parse_duration
 from guards.errors import ExitCode, GuardsError, UsageError
 from guards.git.objects import EXECUTABLE, GITLINK, SYMLINK, TREE
+from guards.git.quoting import unquote_path
 from guards.protect.rescue import (
     NO_HOOKS,
     RAW_BYTES,
@@ -116,6 +117,12 @@ class Rescue:
     def paths(self) -> list[str]:
         return self.trailers.get("Path", [])
 
+    @property
+    def repository(self) -> str | None:
+        """The nested repository this rescue keeps whole (its directory), if it is one."""
+        where = self.one("Repository")
+        return unquote_path(where) if where else None
+
     def to_json(self) -> dict[str, Any]:
         return {
             "ref": self.ref,
@@ -128,7 +135,8 @@ class Rescue:
             "head": self.one("Head"),
             "index_commit": self.one("Index"),
             "conflict_stages_commit": self.one("Conflict-Stages"),
-            "kind": "commit" if self.kept_commit else "paths",
+            "kind": "repository" if self.repository else "commit" if self.kept_commit else "paths",
+            "repository": self.repository,
             "label": self.log.get("label"),
             "paths": self.paths,
             "push": self.log.get("push"),
@@ -239,6 +247,8 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _restore_commands(r: Rescue) -> list[str]:
+    if r.repository:
+        return [f"guards rescue restore {r.ref}   (the repository {r.repository}/, anew)"]
     if r.kept_commit:
         label = str(r.log.get("label") or "")
         if label.startswith("stash"):
@@ -305,6 +315,8 @@ def _select(ws: Workspace, r: Rescue, user_paths: list[str]) -> list[str]:
 def _restore(args: argparse.Namespace) -> int:
     ws = Workspace.open()
     r = resolve(ws, args.ref)
+    if r.repository:
+        return _restore_repository(ws, r)
     if r.kept_commit:
         raise UsageError(
             f"{r.ref} keeps a commit, not paths; restore it with: {_restore_commands(r)[0]}"
@@ -369,7 +381,7 @@ def _restore(args: argparse.Namespace) -> int:
     return ExitCode.FINDINGS if conflicts or index_conflicts else ExitCode.OK
 
 
-def _write_raw(ws: Workspace, entries: dict[str, State]) -> None:
+def _write_raw(ws: Workspace, entries: dict[str, State], top: Path | None = None) -> None:
     """Write rescued files byte for byte: no smudge filter, no eol conversion (the rescue
     holds the bytes that were on disk). Each file is written aside and renamed into place.
     """
@@ -381,7 +393,7 @@ def _write_raw(ws: Workspace, entries: dict[str, State]) -> None:
             f"cannot restore {output.show_path(missing[0])}: its rescued blob does not read "
             f"back (run git fsck)"
         )
-    top = ws.repo.worktree
+    top = ws.repo.worktree if top is None else top
     for p, state in entries.items():
         if state is None:
             continue
@@ -404,6 +416,73 @@ def _write_raw(ws: Workspace, entries: dict[str, State]) -> None:
                 os.unlink(aside)
                 raise
         os.replace(aside, target)
+
+
+def _restore_repository(ws: Workspace, r: Rescue) -> int:
+    """A kept nested repository, anew where it was: its refs and HEAD, its index as
+    rescued, and the rescued files that are missing on disk (newer files stay)."""
+    from guards.protect.rescue.nested import own_environment
+
+    assert r.repository is not None
+    target = ws.repo.worktree / r.repository
+    shown = output.show_path(r.repository + "/")
+    if os.path.lexists(target / ".git"):
+        print(f"conflict: {shown} holds a repository again; left alone (compare: git log {r.ref})")
+        return ExitCode.FINDINGS
+    refs = [v.rsplit(" ", 1) for v in r.trailers.get("Repository-Ref", [])]
+    head = (r.one("Repository-Head") or "unborn").removesuffix(" (unborn)")
+    scratch = "refs/guards/restoring"
+    target.mkdir(parents=True, exist_ok=True)
+    with own_environment():
+
+        def run(*args: str, stdin: bytes | None = None) -> None:
+            git.run(list(args), cwd=target, stdin=stdin, readonly=False)
+
+        run("init", "-q")
+        source = os.fspath(ws.repo.common_dir)
+        run("fetch", "-q", "--no-tags", "--no-write-fetch-head", source, f"+{r.ref}:{scratch}")
+        objects = r.one("Repository-Objects")
+        if objects:  # tag objects, kept as blobs of their raw content
+            for tag in _all_entries(ws, objects):
+                if tag.startswith("tag/"):
+                    raw = ws.repo.run(["cat-file", "blob", f"{objects}:{tag}"]).stdout
+                    run("hash-object", "-t", "tag", "-w", "--stdin", stdin=raw)
+        payload = b"".join(
+            b"create %s\0%s\0" % (os.fsencode(unquote_path(name)), oid.encode())
+            for name, oid in refs
+            if name != "refs/stash"  # the stash is its reflog: stored entry by entry
+        )
+        run("update-ref", "-z", "--stdin", stdin=payload)
+        for entry in reversed(r.trailers.get("Repository-Stash", [])):
+            subject = ws.repo.run(["log", "-1", "--format=%s", entry]).stdout.decode().strip()
+            run("stash", "store", "-q", "-m", subject, entry)
+        if head.startswith("refs/"):
+            run("symbolic-ref", "HEAD", head)
+        elif head != "unborn":
+            run("update-ref", "--no-deref", "HEAD", head)
+        index = r.one("Index")
+        if index or head != "unborn":
+            run("read-tree", index or "HEAD")
+        run("update-ref", "-d", scratch)
+    files = _all_entries(ws, r.commit)
+    missing = {p: e for p, e in files.items() if not os.path.lexists(target / p)}
+    _write_raw(ws, missing, target)
+    print(
+        f"restored the repository {shown} from {r.ref}: {len(refs)} refs, HEAD {head}, "
+        f"{len(missing)} files written ({len(files) - len(missing)} already on disk)"
+    )
+    return ExitCode.OK
+
+
+def _all_entries(ws: Workspace, treeish: str) -> dict[str, State]:
+    """Every file entry of ``treeish``."""
+    res = ws.repo.run(["ls-tree", "-r", "-z", "--full-tree", treeish])
+    out: dict[str, State] = {}
+    for rec in git.zsplit(res.stdout):
+        meta, _, raw = rec.partition(b"\t")
+        mode, _kind, oid = meta.decode().split(" ")
+        out[os.fsdecode(raw)] = Entry(mode, oid)
+    return out
 
 
 def _checkout(ws: Workspace, entries: dict[str, State]) -> None:

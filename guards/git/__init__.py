@@ -278,6 +278,32 @@ def _environment(
     return run_env
 
 
+#: What git itself clears before it runs git in a submodule (``local_repo_env``): git
+#: calls in a nested repository must not see the outer command's ``--git-dir`` & co.
+LOCAL_REPO_ENV = (
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_GRAFT_FILE",
+    "GIT_INDEX_FILE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_PREFIX",
+    "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_SHALLOW_FILE",
+    "GIT_COMMON_DIR",
+)
+
+
+def is_local_repo_variable(name: str) -> bool:
+    return name in LOCAL_REPO_ENV or name.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))
+
+
 def status_args(*, ignored: bool = False) -> list[str]:
     """The one way guards asks for the dirty set: porcelain v2, NUL-separated, no rename
     detection (a rename is a deletion plus an addition: both are work), every untracked

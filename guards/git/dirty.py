@@ -10,7 +10,7 @@ import os
 
 from guards import git
 from guards.git.names import FileMode, ObjectId
-from guards.git.objects import ZERO_MODE
+from guards.git.objects import GITLINK, ZERO_MODE
 from guards.values import Value
 
 #: An id not given (git wrote none for this side).
@@ -18,6 +18,8 @@ NO_ID = ObjectId("")
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from guards.git.repo import Repo
 
 
@@ -97,11 +99,69 @@ def read_dirty(
     pathspecs: list[str] | None = None,
 ) -> list[DirtyPath]:
     """Every dirty path of the work tree (untracked files listed one by one)."""
-    args = git.status_args(ignored=ignored)
+    limit = None
     if pathspecs is not None:
         # `status` has no --pathspec-from-file; literal so that `*` in a name is no glob.
-        args = ["--literal-pathspecs", *args, "--", *pathspecs]
-    return parse_porcelain_v2(repo.run(args).stdout)
+        limit = ["--", *(f":(literal){p}" for p in pathspecs)]
+    return parse_porcelain_v2(
+        read_status(lambda args: repo.run(args, check=False), ignored=ignored, limit=limit)
+    )
+
+
+def read_status(
+    run: Callable[[list[str]], git.Result],
+    *,
+    ignored: bool = False,
+    limit: list[str] | None = None,
+) -> bytes:
+    """``git status`` (:func:`git.status_args`; ``limit`` is ``["--", pathspec...]``),
+    run by ``run``, that a submodule git cannot read does not fail.
+
+    git fails the whole status when a submodule's ``.git`` points nowhere, yet the
+    commands guards protect run fine beside it. Such a submodule is left out of a second
+    status, and reported as changed inside (tracked and untracked): what git cannot
+    read there is never taken for clean."""
+    args = [*git.status_args(ignored=ignored), *(limit or [])]
+    res = run(args)
+    if res.returncode == 0:
+        return res.stdout
+    broken = _unreadable_submodules(run, limit)
+    if broken:
+        excludes = [f":(exclude,top,literal){path}" for path, _ in broken]
+        again = run([*args, *([] if limit else ["--"]), *excludes])
+        if again.returncode == 0:
+            link = GITLINK.encode()
+            unknown = b"".join(
+                b"1 .M S.MU %s %s %s %s %s %s\0"
+                % (link, link, link, oid.encode(), oid.encode(), os.fsencode(path))
+                for path, oid in broken
+            )
+            return again.stdout + unknown
+    raise git.GitError(args, res.returncode, res.stderr)
+
+
+def _unreadable_submodules(
+    run: Callable[[list[str]], git.Result], limit: list[str] | None
+) -> list[tuple[str, str]]:
+    """(path, recorded commit) of each checked-out submodule git cannot read."""
+    top = run(["rev-parse", "--show-toplevel"])
+    links = run(["ls-files", "-s", "-z", "--full-name", *(limit or [])])
+    if top.returncode != 0 or links.returncode != 0:
+        return []
+    base = os.fsdecode(git.strip_newline(top.stdout))
+    env = {k: v for k, v in os.environ.items() if not git.is_local_repo_variable(k)}
+    out = []
+    for rec in git.zsplit(links.stdout):
+        meta, _, raw = rec.partition(b"\t")
+        mode, oid, stage = meta.decode().split(" ")
+        path = os.fsdecode(raw)
+        directory = os.path.join(base, path)
+        if mode != GITLINK or stage != "0" or not os.path.lexists(os.path.join(directory, ".git")):
+            continue
+        reads = git.run(["rev-parse", "--git-dir"], cwd=directory, env=env, check=False)
+        if reads.returncode != 0:
+            out.append((path, oid))
+    return out
 
 
 def start_reading(*, ignored: bool = False) -> git.Pending:

@@ -30,7 +30,7 @@ from guards.predict.blast.rules import (
     unreachable_from,
     wt,
 )
-from guards.predict.blast.state import Target, command_options, context, read_state
+from guards.predict.blast.state import Target, command_options, context, files_under, read_state
 from guards.predict.cmdline import autostash
 from guards.predict.options import parse_options
 
@@ -278,6 +278,10 @@ def _submodule(ctx: Context, args: list[str]) -> BlastRadius:
             continue
         sub_ctx = context(ctx.cmd, at=sub_dir)
         if sub_ctx is None or sub_ctx.toplevel is None:
+            # git cannot read it (its .git points nowhere): deinit -f empties it all the
+            # same, and what cannot be read is never taken for clean.
+            for p in files_under(ctx.toplevel, sub_path):
+                losses.add(p, LossKind.UNTRACKED)
             continue
         state = read_state(sub_ctx, hash_work=False)
         dirty = any(not e.hidden for e in state.entries.values()) or bool(state.untracked)

@@ -15,6 +15,7 @@ import stat
 
 from guards import git
 from guards.errors import UnknownStateError
+from guards.git.dirty import read_status
 from guards.git.objects import GITLINK, SYMLINK, ZERO_MODE, blob_oid, empty_tree
 from guards.git.quoting import c_unquote
 from guards.predict.blast.radius import CannotTell, GitRefuses
@@ -369,8 +370,11 @@ def pathspec_args(ctx: Context, opts: Options, pathspec: Sequence[str]) -> list[
     if source is not None:
         if source == "-":
             return None
-        # git status has no --pathspec-from-file: read the file as git would.
+        # git status has no --pathspec-from-file: read the file as git would. A pipe
+        # (`<(...)`), FIFO or device is never read: what guards read, git would not get.
         try:
+            if not stat.S_ISREG(os.stat(ctx.abs_path(source)).st_mode):
+                return None
             with open(ctx.abs_path(source), "rb") as f:
                 data = f.read()
         except OSError:
@@ -399,7 +403,12 @@ def read_state(
     where ``target`` differs from HEAD, and for conflicts. Elsewhere its unknown id
     (``""``) already differs from both the index and HEAD, which is all that matters.
     """
-    out = ctx.out([*git.status_args(ignored=True), *(limit or [])], at_prefix=True)
+    try:
+        out = read_status(
+            lambda args: ctx.run(args, at_prefix=True, check=False), ignored=True, limit=limit
+        )
+    except git.GitError as failed:
+        raise UnknownStateError(str(failed)) from failed
     state = State(toplevel=ctx.toplevel or "")
     records = git.zsplit(out)
     i = 0

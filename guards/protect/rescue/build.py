@@ -8,16 +8,20 @@ import os
 import stat
 import threading
 import time
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from guards import git
 from guards.errors import GuardsError
-from guards.git.objects import GITLINK
+from guards.git.objects import GITLINK, empty_tree
 from guards.output import listing, show_path
+from guards.protect.rescue import nested
 from guards.protect.rescue.log import log_rescues
 from guards.protect.rescue.naming import (
     RAW_BYTES,
+    REPOSITORY_LABEL,
     SHOWN,
     UNKNOWN,
     _iso,
@@ -28,6 +32,7 @@ from guards.protect.rescue.naming import (
     identity,
     namespace,
     owner_component,
+    trailer_value,
 )
 from guards.protect.rescue.push import _local_only, _stash_local_only, push
 from guards.protect.rescue.refs import create_refs
@@ -45,6 +50,8 @@ from guards.protect.snapshot import (
 from guards.state import session as sessions
 from guards.state.workspace import Workspace
 
+_T = TypeVar("_T")
+
 
 @dataclass
 class _Built:
@@ -58,16 +65,87 @@ class _Built:
 
 
 def rescue_paths(ws: Workspace, at_risk: list[AtRiskPath], *, command: str) -> list[RescueResult]:
-    """Commit at-risk paths to one verified rescue ref per owner (see module docs)."""
+    """Commit at-risk paths to one verified rescue ref per owner (see module docs).
+
+    Submodules' dirty work is rescued inside them, untracked nested repositories are
+    kept whole (see :mod:`.nested`)."""
     if not at_risk:
         return []
     now = time.time()
-    groups = _group(ws, at_risk)
     remote = str(ws.config.get("rescue.remote")) or None
-    try:
-        built = build_snapshots(
-            ws, groups, command=command, now=now, split_local_only=remote is not None
+    inner: list[RescueResult] = []
+
+    def prepare() -> tuple[list[_Built], list[tuple[str, str | None, str]]]:
+        found = nested.plan(ws, _group(ws, at_risk))
+        for root, paths in found.submodules.items():
+            inner.extend(_rescue_submodule(ws, root, paths, command=command))
+        keepers = [
+            (root, owner, _keep_repository(ws, root, owner, command=command, now=now))
+            for root, owner in found.keep.items()
+        ]
+        groups = {o: ps for o, ps in found.groups.items() if ps}
+        built = (
+            build_snapshots(
+                ws,
+                groups,
+                command=command,
+                now=now,
+                split_local_only=remote is not None,
+                handled=found.handled,
+            )
+            if groups
+            else []
         )
+        return built, keepers
+
+    built, keepers = _refusing(prepare)
+    ns = namespace(ws)
+    stamp = _stamp(now)
+    slug = command_slug(command)
+    wanted = [(f"{ns}/{owner_component(b.owner)}/{stamp}-{slug}", b.commit) for b in built]
+    wanted += [
+        (f"{ns}/{owner_component(owner)}/{stamp}-{slug}-repo-{command_slug(root, 30)}", commit)
+        for root, owner, commit in keepers
+    ]
+    refs = create_refs(ws, wanted, f"guards rescue: {command}")
+    path_refs, kept_refs = refs[: len(built)], refs[len(built) :]
+    pushes = push(ws, remote, [(b.pushable, ref) for b, ref in zip(built, path_refs, strict=True)])
+    results = [
+        RescueResult(
+            ref=ref,
+            commit=b.commit,
+            owner=b.owner,
+            paths=b.paths,
+            push=pushes[ref][0] if remote else None,
+            push_detail=pushes[ref][1] if remote else "",
+            remote=remote,
+            local_only=b.local_only,
+            index_commit=b.index_commit,
+        )
+        for b, ref in zip(built, path_refs, strict=True)
+    ]
+    # A nested repository's history stays local: it may hold anything.
+    results += [
+        RescueResult(
+            ref=ref,
+            commit=commit,
+            owner=owner,
+            paths=[],
+            push=None,
+            remote=remote,
+            label=f"{REPOSITORY_LABEL}{root}/",
+            local_only=[root] if remote else [],
+        )
+        for (root, owner, commit), ref in zip(keepers, kept_refs, strict=True)
+    ]
+    log_rescues(ws, results, command=command, now=now)
+    return inner + results
+
+
+def _refusing(prepare: Callable[[], _T]) -> _T:
+    """Any failure on the way to a verified rescue refuses the command, in one line."""
+    try:
+        return prepare()
     except SnapshotError as e:
         raise RescueFailedError(f"{e}; nothing was run (override: {OVERRIDE})") from None
     except RescueFailedError:
@@ -81,28 +159,98 @@ def rescue_paths(ws: Workspace, at_risk: list[AtRiskPath], *, command: str) -> l
             f"rescue failed: cannot read {e.filename or 'a file'}: {e.strerror}; "
             f"nothing was run (override: {OVERRIDE})"
         ) from None
-    ns = namespace(ws)
-    stamp = _stamp(now)
-    slug = command_slug(command)
-    wanted = [(f"{ns}/{owner_component(b.owner)}/{stamp}-{slug}", b.commit) for b in built]
-    refs = create_refs(ws, wanted, f"guards rescue: {command}")
-    pushes = push(ws, remote, [(b.pushable, ref) for b, ref in zip(built, refs, strict=True)])
-    results = [
-        RescueResult(
-            ref=ref,
-            commit=b.commit,
-            owner=b.owner,
-            paths=b.paths,
-            push=pushes[ref][0] if remote else None,
-            push_detail=pushes[ref][1] if remote else "",
-            remote=remote,
-            local_only=b.local_only,
-            index_commit=b.index_commit,
-        )
-        for b, ref in zip(built, refs, strict=True)
+
+
+def _rescue_submodule(
+    ws: Workspace, root: str, paths: dict[str, str | None], *, command: str
+) -> list[RescueResult]:
+    """A submodule's dirty work, rescued inside it (its own rescue refs, verified)."""
+    with nested.own_environment():
+        sub = Workspace.open(ws.repo.worktree / root)
+        owners: dict[str, str | None] = {}
+        if "" in paths:  # the submodule itself is at risk: all of its dirty work
+            for item in dirty_at_risk(sub, ignored=True):
+                owners[item.path] = item.owner if item.owner is not None else paths[""]
+        for p, owner in paths.items():
+            if p and (owner is not None or p not in owners):
+                owners[p] = owner
+        results = rescue_paths(sub, [AtRiskPath(p, o) for p, o in owners.items()], command=command)
+    return [
+        replace(r, repository=f"{root}/{r.repository}" if r.repository else root) for r in results
     ]
-    log_rescues(ws, results, command=command, now=now)
-    return results
+
+
+def _keep_repository(
+    ws: Workspace, root: str, owner: str | None, *, command: str, now: float
+) -> str:
+    """An untracked nested repository whole: one commit holding its dirty work (its own
+    snapshot, verified) with its HEAD, every ref's commit and its stash entries as
+    parents and its refs in trailers, copied into this repository's object store and
+    read back there. Returns the commit; no ref is written."""
+    from guards.git.dirty import read_dirty
+    from guards.git.repo import discover
+
+    with nested.own_environment():
+        repo = discover(ws.repo.worktree / root)
+        if repo.object_format != ws.repo.object_format:
+            raise RescueFailedError(
+                f"cannot keep the nested repository {show_path(root + '/')}: its objects are "
+                f"{repo.object_format}, this repository's {ws.repo.object_format}; move it "
+                f"out of the checkout first; nothing was run (override: {OVERRIDE})"
+            )
+        refs = nested.read_refs(repo)
+        head = repo.head()
+        parents = [c for c in refs.commits if c != head]
+        objects = nested.keep_objects(repo, refs.others, identity())
+        body = "\n".join(
+            [
+                f"Repository: {trailer_value(root)}",
+                f"Repository-Head: {refs.head}",
+                *(f"Repository-Ref: {trailer_value(name)} {oid}" for name, oid in refs.refs),
+                *(f"Repository-Stash: {oid}" for oid in refs.stash),
+                *([f"Repository-Objects: {objects}"] if objects else []),
+            ]
+        )
+        parents += [objects] if objects else []
+        top = repo.worktree
+        dirty = [
+            d.path
+            for d in read_dirty(repo, ignored=True)
+            if not os.path.lexists(top / d.path.rstrip("/") / ".git")  # kept on their own
+        ]
+        subject = f"guards rescue of the nested repository {root}"
+        if dirty:
+            mine = Workspace(repo=repo, config=ws.config, ledger=ws.ledger, caller=ws.caller)
+            (kept,) = build_snapshots(
+                mine,
+                {owner: dirty},
+                command=command,
+                now=now,
+                split_local_only=False,
+                extra_parents={owner: parents},
+                subject=subject,
+                body=body,
+                handled=None,
+            )
+            commit = kept.commit
+        else:
+            tree = (
+                repo.run(["rev-parse", "HEAD^{tree}"]).stdout.decode().strip()
+                if head
+                else (empty_tree(repo.object_format))
+            )
+            trailers = [
+                ("Rescued-For", owner or UNKNOWN),
+                ("Rescued-By", ws.caller or "unidentified"),
+                ("Command", command.replace("\n", " ")),
+                ("Host", sessions.hostname()),
+                ("Time", _iso(now)),
+            ]
+            message = _message(f"{subject}: its history", trailers, [], body)
+            commit = commit_tree(repo, tree, [*([head] if head else []), *parents], message,
+                                 identity())  # fmt: skip
+        nested.copy_objects(repo, ws.repo, [commit])
+    return commit
 
 
 def dirty_at_risk(ws: Workspace, *, ignored: bool = False) -> list[AtRiskPath]:
@@ -132,8 +280,12 @@ def build_snapshots(
     extra_parents: dict[str | None, list[str]] | None = None,
     subject: str = "guards rescue",
     body: str = "",
+    handled: Collection[str] | None = (),
 ) -> list[_Built]:
-    """The commits for each owner's paths, verified; no ref is created here."""
+    """The commits for each owner's paths, verified; no ref is created here.
+
+    A repository among the paths is checked (only a clean submodule passes) unless it
+    is ``handled`` already (:mod:`.nested`); ``handled=None`` checks none."""
     repo = ws.repo
     top = repo.worktree
     owner_of: dict[str, str | None] = {}
@@ -149,7 +301,8 @@ def build_snapshots(
                 owner_of[p] = owner
                 expanded.setdefault(owner, []).append(p)
     all_paths = list(owner_of)
-    _check_nested(ws, repos)
+    if handled is not None:
+        _check_nested(ws, [r for r in repos if r not in handled])
     _check_caps(ws, all_paths)
     # Verification overlaps the capture: the files are rehashed here while git hashes
     # them, and their blobs are re-read while git writes and reads back the trees.

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from guards.errors import GuardsError
-from guards.protect.rescue.naming import _who
+from guards.output import show_path
+from guards.protect.rescue.naming import REPOSITORY_LABEL, _who
 from guards.protect.rescue.push import PushOutcome
 from guards.protect.rescue.result import RescueResult
 from guards.state import session as sessions
@@ -60,8 +62,10 @@ def restore_command(result: RescueResult) -> str:
         return f"git stash apply --index {result.ref}"
     if result.label and result.label.startswith("branch "):
         return f"git branch {result.label.split(' ', 1)[1]} {result.ref}"
-    if result.label:
+    if result.label and not result.label.startswith(REPOSITORY_LABEL):
         return f"git log {result.ref}"
+    if result.repository:
+        return f"cd {shlex.quote(result.repository)} && guards rescue restore {result.ref}"
     return f"guards rescue restore {result.ref}"
 
 
@@ -73,7 +77,8 @@ def report_line(result: RescueResult) -> str:
     else:
         n = len(result.paths)
         what = f"rescued {n} path{'s' if n != 1 else ''} of {who}"
-    line = f"guards: {what} to {result.ref}; restore: {restore_command(result)}"
+    where = f" in submodule {show_path(result.repository + '/')}" if result.repository else ""
+    line = f"guards: {what} to {result.ref}{where}; restore: {restore_command(result)}"
     if result.push is not None:
         if result.push == PushOutcome.PUSHED:
             line += f"; pushed to {result.remote}"

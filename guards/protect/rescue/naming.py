@@ -13,6 +13,8 @@ from guards.state import session as sessions
 from guards.state.workspace import Workspace
 
 UNKNOWN = "unknown"
+#: How a kept nested repository is labelled (``repository vendor/lib/``).
+REPOSITORY_LABEL = "repository "
 #: The ``Bytes`` trailer of a rescue whose tree holds the raw bytes of its files.
 RAW_BYTES = "raw"
 #: How many names a one-line message shows before "and N more".

@@ -39,3 +39,6 @@ class RescueResult:
     label: str | None = None
     #: the commit holding the index state (second parent), when paths were rescued
     index_commit: str | None = None
+    #: the submodule (its directory, relative to the outer work tree) whose own
+    #: repository holds this rescue; None for the repository the command runs in
+    repository: str | None = None
