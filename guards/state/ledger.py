@@ -39,15 +39,19 @@ mid-write leaves a *torn* record: bytes that do not end with a newline before th
 RS. Readers skip torn records (their writer never got to acknowledge them); a complete
 record that does not decode makes the ledger untrusted.
 
-Compaction (when the live journal passes ``COMPACT_BYTES``, and in every
-:meth:`Ledger.transaction`) runs under the ledger lock (``filelock``: a SIGKILLed
-holder releases it). It *seals* the live journal: an exclusive ``flock`` on it (waits
-for the in-flight appends only), a hard link to ``ledger.journal.<G>``, an atomic
-rename of a fresh journal of generation ``G+1`` over ``ledger.journal``, unlock. Then it
-reads the snapshot and the sealed journals, writes the new snapshot (generation ``G``,
-atomically: temp file, fsync, rename) and deletes the sealed journals. A writer blocked
-by the seal finds its file is no longer the live journal and appends to the new one; no
-record lands in a journal after it was sealed.
+Compaction runs under the ledger lock (``filelock``: a SIGKILLed holder releases it),
+taken by the writer whose append made the live journal cross a multiple of
+``COMPACT_BYTES`` (without waiting: a busy lock means someone is compacting) and by
+every :meth:`Ledger.transaction` (a whole rewrite, for rare changes). It *seals* the
+live journal: an exclusive ``flock`` on it (waits for the in-flight appends only), a
+hard link to ``ledger.journal.<G>``, an atomic rename of a fresh journal of generation
+``G+1`` over ``ledger.journal``, unlock. Then it reads the snapshot and the sealed
+journals, writes the new snapshot (generation ``G``, atomically: temp file, fsync,
+rename; the sections of worktrees no record touched are copied as they were, undecoded)
+and deletes the sealed journals. A writer blocked by the seal finds its file is no
+longer the live journal and appends to the new one; no record lands in a journal after
+it was sealed. A compaction killed half-way leaves a sealed journal the next one folds
+(a generation is folded once: the snapshot names the last one it holds).
 
 Readers take no lock and never wait. They read the snapshot (generation ``C``), then
 the sealed journals ``C+1, C+2, ...`` while they exist, then the live journal, which must
@@ -64,7 +68,7 @@ ownership answer of that read becomes "unknown", which means: rescue, and the le
 is rebuilt from the files that remain trustworthy. Readers that must not change
 anything (the frame, doctor) use :meth:`Ledger.peek`; both judge the bytes the same
 way. A schema-1 ``ledger.json`` (one JSON document) is read as the snapshot of
-generation 0 and rewritten as schema 2 by the first compaction.
+generation 0 and rewritten as schema 2 by the first writer (under the lock).
 """
 
 from __future__ import annotations
