@@ -405,3 +405,23 @@ def test_eight_concurrent_recorders_at_100k_attributions_lose_nothing(repo: Path
     )
     assert records["seed/99999"]["session"] == "seed"
     assert {f"w{w}" for w in range(writers)} <= set(data.sessions)
+
+
+def test_a_worktree_section_is_looked_up_without_decoding_it(tmp_path: Path) -> None:
+    """A reader's lookups bisect the section's sorted lines (odd names included); the
+    journal's records read after it sit in an overlay; iterating decodes it all."""
+    from guards.state.ledger import op_attribute, op_release
+
+    odd = ['a"b', "a\\b", "ab", "a!", "a b", "é", "new\nline", "x\x7f", "\udcff", '"', "\\"]
+    names = [*odd, *(f"d{i // 50}/f{i}.txt" for i in range(1000))]
+    ledger = Ledger(tmp_path / "guards")
+    with ledger.transaction() as data:
+        data.attributions("/w").update({n: _attribution("s", 1.0) for n in names})
+    ledger.append([op_attribute("/w", "new", _attribution("t", 2.0)), op_release("/w", "ab", 1.0)])
+    records = ledger.read("/w").paths["/w"]
+    assert records._raw is None  # only the bytes are held
+    assert all(records.get(n)["session"] == "s" for n in names if n != "ab")
+    assert "ab" not in records and records["new"]["session"] == "t" and "nope" not in records
+    assert records._raw is None  # still: lookups decoded nothing else
+    assert sorted(records) == sorted([*(n for n in names if n != "ab"), "new"])
+    assert len(records) == len(names)

@@ -39,15 +39,19 @@ mid-write leaves a *torn* record: bytes that do not end with a newline before th
 RS. Readers skip torn records (their writer never got to acknowledge them); a complete
 record that does not decode makes the ledger untrusted.
 
-Compaction (when the live journal passes ``COMPACT_BYTES``, and in every
-:meth:`Ledger.transaction`) runs under the ledger lock (``filelock``: a SIGKILLed
-holder releases it). It *seals* the live journal: an exclusive ``flock`` on it (waits
-for the in-flight appends only), a hard link to ``ledger.journal.<G>``, an atomic
-rename of a fresh journal of generation ``G+1`` over ``ledger.journal``, unlock. Then it
-reads the snapshot and the sealed journals, writes the new snapshot (generation ``G``,
-atomically: temp file, fsync, rename) and deletes the sealed journals. A writer blocked
-by the seal finds its file is no longer the live journal and appends to the new one; no
-record lands in a journal after it was sealed.
+Compaction runs under the ledger lock (``filelock``: a SIGKILLed holder releases it),
+taken by the writer whose append made the live journal cross a multiple of
+``COMPACT_BYTES`` (without waiting: a busy lock means someone is compacting) and by
+every :meth:`Ledger.transaction` (a whole rewrite, for rare changes). It *seals* the
+live journal: an exclusive ``flock`` on it (waits for the in-flight appends only), a
+hard link to ``ledger.journal.<G>``, an atomic rename of a fresh journal of generation
+``G+1`` over ``ledger.journal``, unlock. Then it reads the snapshot and the sealed
+journals, writes the new snapshot (generation ``G``, atomically: temp file, fsync,
+rename; the sections of worktrees no record touched are copied as they were, undecoded)
+and deletes the sealed journals. A writer blocked by the seal finds its file is no
+longer the live journal and appends to the new one; no record lands in a journal after
+it was sealed. A compaction killed half-way leaves a sealed journal the next one folds
+(a generation is folded once: the snapshot names the last one it holds).
 
 Readers take no lock and never wait. They read the snapshot (generation ``C``), then
 the sealed journals ``C+1, C+2, ...`` while they exist, then the live journal, which must
@@ -64,7 +68,7 @@ ownership answer of that read becomes "unknown", which means: rescue, and the le
 is rebuilt from the files that remain trustworthy. Readers that must not change
 anything (the frame, doctor) use :meth:`Ledger.peek`; both judge the bytes the same
 way. A schema-1 ``ledger.json`` (one JSON document) is read as the snapshot of
-generation 0 and rewritten as schema 2 by the first compaction.
+generation 0 and rewritten as schema 2 by the first writer (under the lock).
 """
 
 from __future__ import annotations
@@ -248,7 +252,7 @@ def unpack(value: object) -> Any:
 def recorded_at(records: Attributions | dict[str, Any], path: str) -> object:
     """When the attribution of ``path`` was recorded (for a release record)."""
     if isinstance(records, Attributions):
-        return _recorded(records.raw.get(path))
+        return _recorded(records.stored(path))
     return _recorded(records.get(path))
 
 
@@ -263,51 +267,95 @@ def _recorded(value: object) -> object:
     return value.get("recorded") if isinstance(value, dict) else None
 
 
+_GONE: Any = object()  # in an overlay: the path was released
+
+
 class Attributions(MutableMapping):  # type: ignore[type-arg]
     """One worktree's attributions: path -> attribution record (a JSON object).
 
-    Stored packed (one string per path, decoded on lookup), so that reading 100k of
-    them makes 100k strings, not 100k nested dicts. A record looked up is kept decoded,
-    so changing it in place (in a transaction) is kept.
+    Read, they stay the section's bytes: one line per path, sorted, so that a lookup is
+    a bisection over the bytes and reading 100k attributions to classify 1,000 dirty
+    paths makes no per-path object (journal records read after the snapshot go to a
+    small overlay). Iterating, counting past an overlay or changing them decodes the
+    section into a dict of packed strings (one string per path, not nested dicts). A
+    record looked up is kept decoded, so changing it in place (in a transaction) is
+    kept.
     """
 
-    __slots__ = ("_count", "_raw", "_section")
+    __slots__ = ("_count", "_overlay", "_raw", "_section")
 
     def __init__(
         self, raw: dict[str, Any] | None = None, section: bytes | None = None, count: int = 0
     ) -> None:
-        self._raw: dict[str, Any] = {} if raw is None else raw
+        #: The decoded attributions (None while only the section bytes are held).
+        self._raw: dict[str, Any] | None = raw if raw is not None or section else {}
         #: Undecoded section bytes (a compaction copies untouched worktrees verbatim).
-        self._section = section
+        self._section = section if raw is None else None
+        #: Changes on top of the section: path -> stored value, or _GONE.
+        self._overlay: dict[str, Any] = {}
         self._count = count
 
     def _items(self) -> dict[str, Any]:
-        if self._section is not None:
-            self._raw = _decode_paths(self._section)
-            self._section = None
-        return self._raw
+        raw = self._raw
+        if raw is None:
+            raw = _decode_paths(self._section or b"{}")
+            for path, value in self._overlay.items():
+                if value is _GONE:
+                    raw.pop(path, None)
+                else:
+                    raw[path] = value
+            self._raw, self._section, self._overlay = raw, None, {}
+        return raw
 
     @property
     def raw(self) -> dict[str, Any]:
-        """path -> stored value (packed string or record)."""
+        """path -> stored value (packed string or record), all of them decoded."""
         return self._items()
 
+    def stored(self, path: str) -> Any:
+        """The stored value of ``path`` (packed string or record), None when there is
+        none; never decodes the whole section."""
+        if self._raw is not None:
+            return self._raw.get(path)
+        value = self._overlay.get(path)
+        if value is not None:
+            return None if value is _GONE else value
+        return _lookup(self._section or b"", path)
+
+    def put(self, path: str, value: Any) -> None:
+        """Store ``value`` (packed or not) for ``path`` without decoding the section."""
+        if self._raw is not None:
+            self._raw[path] = value
+        else:
+            self._overlay[path] = value
+
+    def release(self, path: str, recorded: object) -> None:
+        """Drop ``path`` if its attribution is the one recorded at ``recorded``."""
+        current = self.stored(path)
+        if current is None or _recorded(current) != recorded:
+            return
+        if self._raw is not None:
+            del self._raw[path]
+        else:
+            self._overlay[path] = _GONE
+
     def __getitem__(self, path: str) -> dict[str, Any]:
-        items = self._items()
-        value = items[path]
-        if type(value) is str:
-            value = items[path] = unpack(value)
+        value = self.get(path, _GONE)
+        if value is _GONE:
+            raise KeyError(path)
         return value  # type: ignore[no-any-return]
 
     def get(self, path: str, default: Any = None) -> Any:
-        items = self._items()
-        value = items.get(path, default)
+        value = self.stored(path)
+        if value is None:
+            return default
         if type(value) is str:
-            value = items[path] = unpack(value)
+            value = unpack(value)
+            self.put(path, value)  # decoded once; changed in place, the change is kept
         return value
 
     def __contains__(self, path: object) -> bool:
-        return path in self._items()
+        return isinstance(path, str) and self.stored(path) is not None
 
     def __setitem__(self, path: str, record: dict[str, Any]) -> None:
         self._items()[path] = record
@@ -319,7 +367,14 @@ class Attributions(MutableMapping):  # type: ignore[type-arg]
         return iter(self._items())
 
     def __len__(self) -> int:
-        return self._count if self._section is not None else len(self._raw)
+        if self._raw is None and not self._overlay:
+            return self._count
+        return len(self._items())
+
+    def __bool__(self) -> bool:
+        if self._raw is None and _GONE not in self._overlay.values():
+            return bool(self._count or self._overlay)
+        return bool(len(self))
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Attributions):
@@ -334,11 +389,43 @@ class Attributions(MutableMapping):  # type: ignore[type-arg]
         return f"Attributions({len(self)} paths)"
 
     def encode(self) -> bytes:
-        if self._section is not None:
+        """The section: ``{``, one ``"path":value`` line per path sorted by the encoded
+        path, ``}`` (JSON as a whole; sorted lines for the bisection)."""
+        if self._raw is None and not self._overlay and self._section is not None:
             return self._section
-        packed = {p: pack(v) for p, v in self._raw.items()}
-        text: str = _json().dumps(packed, separators=_SEP)
-        return text.encode()
+        dumps = _json().dumps
+        lines = sorted(
+            dumps(path) + ":" + dumps(pack(value), separators=_SEP)
+            for path, value in self._items().items()
+        )
+        return ("{\n" + ",\n".join(lines) + "\n}").encode()
+
+
+def _lookup(section: bytes, path: str) -> Any:
+    """The stored value of ``path`` in a section, by bisection over its sorted lines;
+    None when it has none."""
+    if not section.startswith(b"{\n") or not section.endswith(b"\n}"):
+        return _decode_paths(section).get(path) if section else None
+    target = _encode(path).encode() + b":"
+    lo, end = 2, len(section) - 2
+    hi = end
+    while lo < hi:
+        mid = (lo + hi) // 2
+        start = max(section.rfind(b"\n", lo, mid) + 1, lo)
+        stop = section.find(b"\n", start, end)
+        stop = end if stop < 0 else stop
+        if section[start:stop] < target:
+            lo = stop + 1
+        else:
+            hi = start
+    if lo >= end or not section.startswith(target, lo):
+        return None
+    stop = section.find(b"\n", lo, end)
+    line = section[lo : end if stop < 0 else stop]
+    try:
+        return _json().loads(line[len(target) :].rstrip(b","))
+    except ValueError:
+        return {"damaged": line.decode("ascii", "replace")}
 
 
 def _decode_paths(section: bytes | str) -> dict[str, Any]:
@@ -483,13 +570,10 @@ def _apply(data: LedgerData, rec: object, rescues: bool) -> None:
         if data.scope is not None and worktree != data.scope:
             return
         if op == "a" and n == 4 and isinstance(rec[2], str):
-            data.attributions(worktree).raw[rec[2]] = rec[3]
+            data.attributions(worktree).put(rec[2], rec[3])
         elif op == "r" and n == 4 and isinstance(rec[2], str):
-            records = data.paths.get(worktree)
-            if records is not None and rec[2] in records:
-                raw = records.raw
-                if _recorded(raw[rec[2]]) == rec[3]:
-                    del raw[rec[2]]
+            if worktree in data.paths:
+                data.attributions(worktree).release(rec[2], rec[3])
         elif op == "R" and n == 2:
             data.paths.pop(worktree, None)
         else:
@@ -601,13 +685,9 @@ def _parse_header(line: bytes, file: str) -> dict[str, Any] | None:
     return header
 
 
-def _read_snapshot(
-    file: str, scope: str | None, rescues: bool, lazy: bool = False
-) -> _Snapshot | None:
-    """The snapshot file's generation and the sections a reader wants (None: no file).
-
-    ``lazy``: paths sections are checked (CRC) but decoded on first use.
-    """
+def _read_snapshot(file: str, scope: str | None, rescues: bool) -> _Snapshot | None:
+    """The snapshot file's generation and the sections a reader wants (None: no file);
+    paths sections are checked (CRC) and decoded only as far as they are used."""
     try:
         f = open(file, "rb")  # noqa: SIM115
     except FileNotFoundError:
@@ -640,29 +720,19 @@ def _read_snapshot(
             chunk = f.read(length)
             if len(chunk) != length or _crc(chunk) != crc:
                 raise LedgerFormatError(f"the {kind} section fails its checksum", file=file)
-            if kind == "paths" and not lazy:
-                # Text (json writes ASCII), and the bytes dropped before the decode: one
-                # copy of the section less at the reader's peak memory.
-                try:
-                    text = chunk.decode("ascii")
-                except UnicodeDecodeError:
-                    raise LedgerFormatError("a paths section is not ASCII", file=file) from None
-                del chunk
-                data.paths[key] = Attributions(_paths_or_raise(text, file))
-                continue
-            _decode_section(data, kind, key, chunk, count, file, lazy)
+            _decode_section(data, kind, key, chunk, count, file)
     return _Snapshot(data, header["generation"], SCHEMA)
 
 
 def _decode_section(
-    data: LedgerData, kind: str, key: str, chunk: bytes, count: int, file: str, lazy: bool
+    data: LedgerData, kind: str, key: str, chunk: bytes, count: int, file: str
 ) -> None:
     if kind == "paths":
-        data.paths[key] = (
-            Attributions(section=chunk, count=count)
-            if lazy
-            else Attributions(_paths_or_raise(chunk, file))
-        )
+        # Kept as bytes (its checksum held): looked up by bisection, decoded only when
+        # iterated or changed.
+        if not (chunk.startswith(b"{\n") and chunk.endswith(b"\n}")):
+            raise LedgerFormatError("a paths section is not one line per path", file=file)
+        data.paths[key] = Attributions(section=chunk, count=count)
         return
     try:
         doc = _json().loads(chunk)
@@ -682,13 +752,6 @@ def _decode_section(
         data.rescues = doc
     else:
         raise LedgerFormatError(f"an unknown section {kind[:20]!r}", file=file)
-
-
-def _paths_or_raise(chunk: bytes | str, file: str) -> dict[str, Any]:
-    try:
-        return _decode_paths(chunk)
-    except LedgerFormatError as e:
-        raise LedgerFormatError(str(e), file=file) from e
 
 
 def _decode_v1(raw: bytes, file: str) -> LedgerData:
@@ -925,10 +988,8 @@ class Ledger:
                 time.sleep(min(0.0005 * 2**attempt, 0.05))
         return self._load_once(scope, rescues, final=True)
 
-    def _load_once(
-        self, scope: str | None, rescues: bool, final: bool = False, lazy: bool = False
-    ) -> LedgerData:
-        snapshot = _read_snapshot(self._file, scope, rescues, lazy)
+    def _load_once(self, scope: str | None, rescues: bool, final: bool = False) -> LedgerData:
+        snapshot = _read_snapshot(self._file, scope, rescues)
         covers = snapshot.generation if snapshot is not None else 0
         data = snapshot.data if snapshot is not None else LedgerData(scope=scope)
         journals: list[_Journal] = []
@@ -1135,7 +1196,7 @@ class Ledger:
         return body()
 
     def _rewrite(self, mutate: Callable[[LedgerData], None] | None, *, wait: bool = True) -> None:
-        steps = self._rewrite_steps(wait=wait, lazy=mutate is None)
+        steps = self._rewrite_steps(wait=wait)
         data = next(steps)
         if mutate is not None:
             mutate(data)
@@ -1144,16 +1205,14 @@ class Ledger:
         except StopIteration:
             return
 
-    def _rewrite_steps(
-        self, *, wait: bool = True, lazy: bool = False
-    ) -> Generator[LedgerData, LedgerData, None]:
+    def _rewrite_steps(self, *, wait: bool = True) -> Generator[LedgerData, LedgerData, None]:
         """Under the lock: seal the journal, read, (yield to the caller), write the new
         snapshot, delete the folded journals."""
         self._ensure_directory()
         with self._lock() if wait else self._lock(timeout=0.0):
             try:
                 upto = self._seal()
-                data = self._load_sealed(upto, lazy=lazy)
+                data = self._load_sealed(upto)
             except LedgerFormatError as e:
                 raise self._kept_aside_error(e, locked=True) from e
             yield data
@@ -1197,9 +1256,9 @@ class Ledger:
         with open(self._journal, "rb") as f:
             return _parse_journal_header(f.readline(), self._journal)
 
-    def _load_sealed(self, upto: int, *, lazy: bool) -> LedgerData:
+    def _load_sealed(self, upto: int) -> LedgerData:
         """Under the lock: the snapshot and the sealed journals up to ``upto``."""
-        snapshot = _read_snapshot(self._file, None, True, lazy)
+        snapshot = _read_snapshot(self._file, None, True)
         covers = snapshot.generation if snapshot is not None else 0
         data = snapshot.data if snapshot is not None else LedgerData()
         for g in range(covers + 1, upto + 1):
