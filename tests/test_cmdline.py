@@ -239,7 +239,6 @@ HARMLESS = [
     ["submodule", "status"],
     ["submodule", "update"],
     ["sparse-checkout", "list"],
-    ["sparse-checkout", "add", "dir"],
     ["am", "--continue"],
     ["gc"],
     ["reset", "-h"],
