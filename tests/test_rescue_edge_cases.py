@@ -7,7 +7,6 @@ an alias) and checks that nothing was lost."""
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import stat
@@ -20,7 +19,7 @@ import pytest
 from guards.protect.rescue import AtRiskPath, create_refs, rescue_paths
 from guards.state.workspace import Workspace
 from tests.guarded import install_aliases, install_shim, run_via
-from tests.helpers import LEDGER, commit_file, git, make_repo, observe, run_guards
+from tests.helpers import commit_file, git, ledger_doc, make_repo, observe, run_guards
 
 ALICE = {"GUARDS_SESSION": "alice"}
 BOB = {"GUARDS_SESSION": "bob"}
@@ -271,7 +270,7 @@ def test_a_command_asked_to_be_quiet_rescues_silently(
     assert refs
     listed = run_guards("rescue", "list", "--json", cwd=repo)
     assert refs[0] in listed.stdout
-    logged = json.loads((repo / LEDGER).read_text())["rescues"]
+    logged = ledger_doc(repo)["rescues"]
     assert refs[0] in [entry["ref"] for entry in logged]
 
 
