@@ -300,6 +300,11 @@ LOCAL_REPO_ENV = (
 )
 
 
+#: git config for the refs and commits guards writes itself: nobody's hooks run (the
+#: reference-transaction hook included).
+NO_HOOKS = ["-c", "core.hooksPath=/dev/null"]
+
+
 def is_local_repo_variable(name: str) -> bool:
     return name in LOCAL_REPO_ENV or name.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))
 

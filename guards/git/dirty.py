@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 
 from guards import git
+from guards.git.entries import index_entries
+from guards.git.files import holds_repository
 from guards.git.names import FileMode, ObjectId
 from guards.git.objects import GITLINK, ZERO_MODE
 from guards.values import Value
@@ -151,16 +153,13 @@ def _unreadable_submodules(
     base = os.fsdecode(git.strip_newline(top.stdout))
     env = {k: v for k, v in os.environ.items() if not git.is_local_repo_variable(k)}
     out = []
-    for rec in git.zsplit(links.stdout):
-        meta, _, raw = rec.partition(b"\t")
-        mode, oid, stage = meta.decode().split(" ")
-        path = os.fsdecode(raw)
-        directory = os.path.join(base, path)
-        if mode != GITLINK or stage != "0" or not os.path.lexists(os.path.join(directory, ".git")):
+    for item in index_entries(links.stdout):
+        directory = os.path.join(base, item.path)
+        if item.entry.mode != GITLINK or item.stage != 0 or not holds_repository(directory):
             continue
         reads = git.run(["rev-parse", "--git-dir"], cwd=directory, env=env, check=False)
         if reads.returncode != 0:
-            out.append((path, oid))
+            out.append((item.path, item.entry.oid))
     return out
 
 

@@ -16,8 +16,6 @@ if TYPE_CHECKING:
 
 #: ``merge-tree --write-tree`` came in git 2.38.
 MERGE_TREE_GIT = (2, 38)
-#: Our own ref updates run nobody's hooks (reference-transaction included).
-NO_HOOKS = ["-c", "core.hooksPath=/dev/null"]
 
 
 class MergeTree(Value):
@@ -76,7 +74,7 @@ def rev(repo: Repo, name: str) -> ObjectId | None:
 def commit_merge(repo: Repo, tree: str, parents: list[str], message: str) -> ObjectId:
     """The merge commit, under the user's own identity (it goes on their branch); no
     hooks run."""
-    args = [*NO_HOOKS, "commit-tree", tree]
+    args = [*git.NO_HOOKS, "commit-tree", tree]
     for p in parents:
         args += ["-p", p]
     res = repo.run(
@@ -93,14 +91,14 @@ def committer_known(repo: Repo) -> bool:
 def move_ref(repo: Repo, ref: RefName, new: str, old: str, message: str) -> bool:
     """``update-ref ref new old``: moves ``ref`` only if it still holds ``old``."""
     res = repo.run(
-        [*NO_HOOKS, "update-ref", "-m", message, ref, new, old], check=False, readonly=False
+        [*git.NO_HOOKS, "update-ref", "-m", message, ref, new, old], check=False, readonly=False
     )
     return res.returncode == 0
 
 
 def delete_ref(repo: Repo, ref: RefName, old: str) -> bool:
     """Delete ``ref`` only if it still holds ``old``."""
-    res = repo.run([*NO_HOOKS, "update-ref", "-d", ref, old], check=False, readonly=False)
+    res = repo.run([*git.NO_HOOKS, "update-ref", "-d", ref, old], check=False, readonly=False)
     return res.returncode == 0
 
 

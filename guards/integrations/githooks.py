@@ -26,12 +26,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from guards import git, output
+from guards import output
 from guards.config import parse_bool
 from guards.errors import ExitCode, UsageError
 from guards.git.dirty import DirtyPath, read_dirty
+from guards.git.entries import index_entries, parse_raw_diff
 from guards.git.history import commits_held_only_by
-from guards.git.objects import empty_tree, is_zero_oid
+from guards.git.objects import empty_tree, is_zero_oid, zero_oid
 from guards.git.repo import Repo
 from guards.state.attribution import Attribution, Ownership, classify
 from guards.state.ledger import LedgerData, LedgerUnreadableError
@@ -93,14 +94,12 @@ def staged_changes(repo: Repo) -> list[StagedChange]:
     """
     base = repo.head() or empty_tree(repo.object_format)
     res = repo.run(["diff-index", "--cached", "-z", "--no-renames", "--raw", base])
-    records = git.zsplit(res.stdout)
-    changes: list[StagedChange] = []
-    for meta, path in zip(records[::2], records[1::2], strict=False):
-        fields = meta.decode("ascii", "replace").split(" ")
-        if len(fields) < 5:
-            continue
-        changes.append(StagedChange(os.fsdecode(path), fields[4][:1], fields[3]))
-    return changes
+    return [
+        StagedChange(
+            path, change.status, change.new.oid if change.new else zero_oid(repo.object_format)
+        )
+        for path, change in parse_raw_diff(res.stdout).items()
+    ]
 
 
 # -- foreign commit --------------------------------------------------------------------
@@ -293,12 +292,7 @@ def _possibly_hidden(
     args = ["--literal-pathspecs", "ls-files", "-s", "-z"]
     if len(candidates) <= _MAX_ARGV_PATHS:
         args += ["--", *candidates]
-    index: dict[str, str] = {}
-    for entry in git.zsplit(repo.run(args).stdout):
-        meta, _, name = entry.partition(b"\t")
-        fields = meta.split(b" ")
-        if len(fields) == 3:
-            index[os.fsdecode(name)] = fields[1].decode("ascii", "replace")
+    index = {item.path: item.entry.oid for item in index_entries(repo.run(args).stdout)}
     hidden = []
     for path in candidates:
         oid = index.get(path)

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any, Final
 
+    from guards.git.entries import Change
     from guards.protect.rescue import RescueResult
-    from guards.protect.snapshot import Change
 
 
 class Policy:
@@ -97,12 +97,8 @@ def staged_not_proven(ws: Workspace, paths: list[str], records: Mapping[str, Any
     """
     if not paths:
         return set()
-    from guards.protect.snapshot import (
-        filtered_oids,
-        head_tree_or_empty,
-        is_regular_file,
-        parse_raw_diff,
-    )
+    from guards.git.entries import parse_raw_diff
+    from guards.protect.snapshot import filtered_oids, head_tree_or_empty, is_regular_file
 
     base = head_tree_or_empty(ws.repo)
     changes: dict[str, Change] = {}
@@ -130,7 +126,8 @@ def without_special_files(
     """FIFOs, sockets and devices hold no content to keep (and opening one can block
     forever): they leave the list unless the index holds a staged version of the path.
     Returns the rest, and (path, kind) for each one left out."""
-    from guards.protect.snapshot import head_tree_or_empty, parse_raw_diff, special_kind
+    from guards.git.entries import parse_raw_diff
+    from guards.protect.snapshot import head_tree_or_empty, special_kind
 
     top = os.fspath(ws.repo.worktree) + os.sep
     kinds = {a.path: kind for a in at_risk if (kind := special_kind(top + a.path)) is not None}

@@ -35,8 +35,8 @@ from guards.state.workspace import Workspace
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
+    from guards.git.entries import State
     from guards.protect.rescue import RescueResult
-    from guards.protect.snapshot import State
 
 RECEIPTS_DIR = "receipts"
 #: Receipts of commands whose end was never reported are removed after this long.
@@ -180,22 +180,18 @@ def _same_state(ws: Workspace, held: dict[str, tuple[str, str]]) -> set[str]:
 def _index_states(ws: Workspace, paths: list[str]) -> dict[str, State]:
     """Each path's stage-0 index entry (None: not in the index); conflicted paths are
     left out (they never count as held)."""
-    from guards import git
-    from guards.protect.snapshot import Entry
+    from guards.git.entries import index_entries
 
     out: dict[str, State] = dict.fromkeys(paths)
     conflicted = set()
     for start in range(0, len(paths), 500):
         chunk = paths[start : start + 500]
         res = ws.repo.run(["--literal-pathspecs", "ls-files", "-s", "-z", "--", *chunk])
-        for rec in git.zsplit(res.stdout):
-            meta, _, raw = rec.partition(b"\t")
-            p = os.fsdecode(raw)
-            mode, oid, stage = meta.decode().split(" ")
-            if stage != "0":
-                conflicted.add(p)
-            elif p in out:
-                out[p] = Entry(mode, oid)
+        for item in index_entries(res.stdout):
+            if item.stage != 0:
+                conflicted.add(item.path)
+            elif item.path in out:
+                out[item.path] = item.entry
     for p in conflicted:
         out.pop(p, None)
     return out

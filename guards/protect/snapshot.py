@@ -25,6 +25,16 @@ from pathlib import Path
 
 from guards import git
 from guards.errors import RefusedError
+from guards.git.entries import (
+    Change,
+    Entry,
+    State,
+    index_entries,
+    index_info_line,
+    parse_raw_diff,
+    tree_listing,
+)
+from guards.git.files import holds_repository, walk_files
 from guards.git.objects import (
     GITLINK,
     SYMLINK,
@@ -32,7 +42,6 @@ from guards.git.objects import (
     empty_tree,
     file_blob_oid,
     object_oid,
-    zero_oid,
 )
 from guards.git.repo import Repo
 
@@ -45,50 +54,6 @@ _NO_SIGN = ["-c", "commit.gpgsign=false"]
 
 class SnapshotError(RefusedError):
     """A snapshot could not be taken or verified; nothing points at it."""
-
-
-@dataclass(frozen=True)
-class Entry:
-    """A tree entry: mode (octal text, as git prints it) and object id."""
-
-    mode: str
-    oid: str
-
-
-#: A path's state in a tree or index: an entry, or None when the path is absent.
-State = Entry | None
-
-
-@dataclass(frozen=True)
-class Change:
-    old: State
-    new: State
-    status: str
-
-
-def parse_raw_diff(data: bytes) -> dict[str, Change]:
-    """``diff-index``/``diff-tree -r -z --no-renames`` raw output -> path -> change."""
-    out: dict[str, Change] = {}
-    records = git.zsplit(data)
-    i = 0
-    while i + 1 < len(records):
-        meta = records[i].decode()
-        path = os.fsdecode(records[i + 1])
-        i += 2
-        old_mode, new_mode, old_oid, new_oid, status = meta.lstrip(":").split(" ")[:5]
-        out[path] = Change(_state(old_mode, old_oid), _state(new_mode, new_oid), status[:1])
-    return out
-
-
-def _state(mode: str, oid: str) -> State:
-    return None if mode == "000000" else Entry(mode, oid)
-
-
-def index_info_line(path: str, state: State, object_format: str) -> bytes:
-    """One ``update-index -z --index-info`` record (mode 0 removes every stage)."""
-    if state is None:
-        return b"0 %s\t%s\0" % (zero_oid(object_format).encode(), os.fsencode(path))
-    return b"%s %s\t%s\0" % (state.mode.encode(), state.oid.encode(), os.fsencode(path))
 
 
 def real_index_path(repo: Repo) -> Path:
@@ -182,24 +147,14 @@ def expand_paths(top: Path, paths: Iterable[str]) -> tuple[list[str], list[str]]
         if not stat.S_ISDIR(st.st_mode):
             add(p)
             continue
-        absolute = top / p
-        if os.path.lexists(absolute / ".git"):
+        if holds_repository(top / p):
             repos.append(p)
             add(p)
             continue
-        for dirpath, dirnames, filenames in os.walk(absolute):
-            rel = os.path.relpath(dirpath, top).replace(os.sep, "/")
-            for d in list(dirnames):
-                full = os.path.join(dirpath, d)
-                if os.path.islink(full):
-                    add(f"{rel}/{d}")
-                    dirnames.remove(d)
-                elif os.path.lexists(os.path.join(full, ".git")):
-                    repos.append(f"{rel}/{d}")
-                    add(f"{rel}/{d}")
-                    dirnames.remove(d)
-            for f in filenames:
-                add(f"{rel}/{f}")
+        for found, repository in walk_files(top, p, enter_repositories=False):
+            if repository:
+                repos.append(found)
+            add(found)
     return out, repos
 
 
@@ -424,12 +379,9 @@ class Capture:
         res = _run(self.repo, ["ls-files", "-u", "-s", "-z"])
         wanted = set(paths)
         out: dict[str, list[tuple[int, Entry]]] = {}
-        for rec in git.zsplit(res.stdout):
-            meta, _, raw_path = rec.partition(b"\t")
-            path = os.fsdecode(raw_path)
-            if path in wanted:
-                mode, oid, stage = meta.decode().split(" ")
-                out.setdefault(path, []).append((int(stage), Entry(mode, oid)))
+        for item in index_entries(res.stdout):
+            if item.path in wanted:
+                out.setdefault(item.path, []).append((item.stage, item.entry))
         return out
 
     def _skip_worktree(self, paths: list[str]) -> set[str]:
@@ -551,12 +503,9 @@ def tree_entries(repo: Repo, treeish: str, paths: list[str]) -> dict[str, State]
         chunk = paths[start : start + 500]
         args = ["--literal-pathspecs", "ls-tree", "-r", "-z", "--full-tree", treeish, "--"]
         res = repo.run([*args, *chunk])
-        for rec in git.zsplit(res.stdout):
-            meta, _, raw = rec.partition(b"\t")
-            p = os.fsdecode(raw)
+        for p, entry in tree_listing(res.stdout):
             if p in wanted:
-                mode, _kind, oid = meta.decode().split(" ")
-                out[p] = Entry(mode, oid)
+                out[p] = entry
     return out
 
 

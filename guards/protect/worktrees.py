@@ -33,6 +33,7 @@ from guards import git
 from guards.errors import GuardsError, UnknownStateError
 from guards.fsutil import KEEP_MODE, atomic_write, locked
 from guards.git.dirty import read_dirty
+from guards.git.files import holds_repository, walk_files
 from guards.git.history import commits_held_only_by
 from guards.git.names import ObjectId
 from guards.git.repo import Repo, discover
@@ -168,7 +169,8 @@ def processes_inside(path: str, cwds: dict[int, str] | None) -> list[int] | None
 
 
 def artifact_digest(path: Path) -> str | None:
-    """A fingerprint of a copied or linked artifact; None when it is gone."""
+    """A fingerprint of a copied or linked artifact; None when it is gone or holds a
+    repository (whose history is not in its files: never "as guards placed it")."""
     try:
         st = os.lstat(path)
     except OSError:
@@ -177,14 +179,13 @@ def artifact_digest(path: Path) -> str | None:
     if stat.S_ISLNK(st.st_mode):
         h.update(b"link\0" + os.fsencode(os.readlink(path)))
     elif stat.S_ISDIR(st.st_mode):
-        for dirpath, dirnames, filenames in os.walk(path):
-            dirnames.sort()
-            for name in sorted(
-                filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
-            ):
-                full = os.path.join(dirpath, name)
-                h.update(os.fsencode(os.path.relpath(full, path)) + b"\0")
-                h.update(_stat_line(full))
+        if holds_repository(path):
+            return None
+        for rel, repository in walk_files(path, "", enter_repositories=False, sort=True):
+            if repository:
+                return None
+            h.update(os.fsencode(rel) + b"\0")
+            h.update(_stat_line(os.path.join(path, rel)))
     else:
         h.update(_stat_line(os.fspath(path)))
         if stat.S_ISREG(st.st_mode) and st.st_size <= _HASH_LIMIT:

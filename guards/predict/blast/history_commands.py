@@ -12,6 +12,7 @@ import posixpath
 
 from guards import git
 from guards.git import operations
+from guards.git.entries import index_entries
 from guards.git.objects import GITLINK
 from guards.predict.blast.radius import BlastRadius, GitRefuses, LossKind, everything
 from guards.predict.blast.rules import (
@@ -268,11 +269,10 @@ def _submodule(ctx: Context, args: list[str]) -> BlastRadius:
         return BlastRadius(worktree=ctx.toplevel, losses=[])
     out = ctx.out(["ls-files", "-s", "-z", "--full-name", "--", *pathspec], at_prefix=True)
     losses = Losses()
-    for rec in git.zsplit(out):
-        meta, _, path_b = rec.partition(b"\t")
-        if not meta.startswith(GITLINK.encode()):
+    for item in index_entries(out):
+        if item.entry.mode != GITLINK:
             continue
-        sub_path = os.fsdecode(path_b)
+        sub_path = item.path
         sub_dir = os.path.join(ctx.toplevel, sub_path)
         if not os.path.exists(os.path.join(sub_dir, ".git")):
             continue

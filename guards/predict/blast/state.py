@@ -10,12 +10,13 @@ target; a version is ``(mode, oid)``.
 from __future__ import annotations
 
 import os
-import posixpath
 import stat
 
 from guards import git
 from guards.errors import UnknownStateError
 from guards.git.dirty import read_status
+from guards.git.entries import index_entries
+from guards.git.files import walk_files
 from guards.git.objects import GITLINK, SYMLINK, ZERO_MODE, blob_oid, empty_tree
 from guards.git.quoting import c_unquote
 from guards.predict.blast.radius import CannotTell, GitRefuses
@@ -480,13 +481,11 @@ def hidden_changes(ctx: Context, state: State, limit: list[str] | None) -> None:
         return
     listed = ctx.out(["--literal-pathspecs", "ls-files", "-s", "-z", "--full-name", "--", *flags])
     entries: list[Entry] = []
-    for rec in git.zsplit(listed):
-        meta, _, raw = rec.partition(b"\t")
-        mode, oid, stage = meta.decode().split(" ")
-        path = os.fsdecode(raw)
-        if stage != "0" or path not in flags:
+    for item in index_entries(listed):
+        path, mode = item.path, item.entry.mode
+        if item.stage != 0 or path not in flags:
             continue
-        ver = (mode, oid)
+        ver = (mode, item.entry.oid)
         e = state.entries.get(path) or Entry(path, ".M", ver, ver)
         e.assume_unchanged, e.skip_worktree = flags[path]
         full = os.path.join(ctx.toplevel, path)
@@ -505,23 +504,14 @@ def hidden_changes(ctx: Context, state: State, limit: list[str] | None) -> None:
 
 
 def files_under(toplevel: str, rel_dir: str) -> Iterable[str]:
-    """Every file and symlink below a directory (a nested repository's .git excluded).
-
-    A *file* named ``.git`` is a gitdir link (a submodule's or worktree's pointer, or
-    junk): git can never store that name, so it cannot be rescued as a path; the
-    repository it points to is not deleted with it."""
-    base = os.path.join(toplevel, rel_dir)
-    for root, dirs, files in os.walk(base):
-        if ".git" in dirs:
-            dirs.remove(".git")
-        rel_root = os.path.relpath(root, toplevel)
-        for name in dirs[:]:
-            if os.path.islink(os.path.join(root, name)):
-                files.append(name)
-                dirs.remove(name)
-        for name in files:
-            if name != ".git":
-                yield posixpath.join(rel_root.replace(os.sep, "/"), name)
+    """Every file and symlink below a directory, those of nested repositories too (their
+    ``.git`` left out: a gitdir link cannot be rescued as a path, and the repository it
+    points to is not deleted with it)."""
+    return (
+        p
+        for p, repository in walk_files(toplevel, rel_dir, enter_repositories=True)
+        if not repository
+    )
 
 
 def _hash_work(ctx: Context, entries: list[Entry]) -> None:

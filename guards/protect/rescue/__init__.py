@@ -23,6 +23,7 @@ there are, as objects) and :mod:`.restore` (putting them back).
 
 from __future__ import annotations
 
+from guards.git import NO_HOOKS
 from guards.protect.rescue.build import (
     build_snapshots,
     dirty_at_risk,
@@ -52,7 +53,7 @@ from guards.protect.rescue.naming import (
     wip_ref,
 )
 from guards.protect.rescue.push import PushOutcome, classify_push, is_secret, push
-from guards.protect.rescue.refs import NO_HOOKS, create_refs, ref_values
+from guards.protect.rescue.refs import create_refs, ref_values
 from guards.protect.rescue.result import OVERRIDE, AtRiskPath, RescueFailedError, RescueResult
 
 __all__ = [

@@ -15,6 +15,8 @@ from typing import TypeVar
 
 from guards import git
 from guards.errors import GuardsError
+from guards.git.entries import Entry, State
+from guards.git.files import holds_repository
 from guards.git.objects import GITLINK, empty_tree
 from guards.output import listing, show_path
 from guards.protect.rescue import nested
@@ -38,15 +40,7 @@ from guards.protect.rescue.push import _local_only, _stash_local_only, push
 from guards.protect.rescue.refs import create_refs
 from guards.protect.rescue.result import OVERRIDE, AtRiskPath, RescueFailedError, RescueResult
 from guards.protect.rescue.verify import _verify_capture, _verify_tree
-from guards.protect.snapshot import (
-    Capture,
-    Entry,
-    SnapshotError,
-    State,
-    check_objects,
-    commit_tree,
-    disk_states,
-)
+from guards.protect.snapshot import Capture, SnapshotError, check_objects, commit_tree, disk_states
 from guards.state import session as sessions
 from guards.state.workspace import Workspace
 
@@ -216,7 +210,7 @@ def _keep_repository(
         dirty = [
             d.path
             for d in read_dirty(repo, ignored=True)
-            if not os.path.lexists(top / d.path.rstrip("/") / ".git")  # kept on their own
+            if not holds_repository(top / d.path.rstrip("/"))  # kept on their own
         ]
         subject = f"guards rescue of the nested repository {root}"
         if dirty:

@@ -14,10 +14,11 @@ from typing import Any
 
 from guards import output
 from guards.errors import UsageError
+from guards.git import NO_HOOKS
 from guards.git.quoting import unquote_path
 from guards.protect.rescue.log import rescue_log_entries
 from guards.protect.rescue.naming import UNKNOWN, namespace, namespace_patterns, parse_trailers
-from guards.protect.rescue.refs import NO_HOOKS, ref_values
+from guards.protect.rescue.refs import ref_values
 from guards.state.ledger import op_drop_rescue
 from guards.state.workspace import Workspace
 

@@ -29,11 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from guards import git
+from guards.git.entries import Entry, index_entries
+from guards.git.files import walk_files
 from guards.git.objects import GITLINK, TREE
 from guards.git.repo import NotARepositoryError, Repo, discover
 from guards.output import show_path
 from guards.protect.rescue.result import OVERRIDE, RescueFailedError
-from guards.protect.snapshot import Entry, expand_paths
+from guards.protect.snapshot import expand_paths
 from guards.state.workspace import Workspace
 
 
@@ -166,17 +168,8 @@ def _files_of(top: Path, root: str) -> tuple[list[str], list[str]]:
     repositories nested further down."""
     files: list[str] = []
     inner: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(top / root):
-        rel = os.path.relpath(dirpath, top).replace(os.sep, "/")
-        if rel != root and (".git" in dirnames or ".git" in filenames):
-            inner.append(rel)
-        for d in list(dirnames):
-            if d == ".git":
-                dirnames.remove(d)
-            elif os.path.islink(os.path.join(dirpath, d)):
-                files.append(f"{rel}/{d}")
-                dirnames.remove(d)
-        files += [f"{rel}/{f}" for f in filenames if f != ".git"]
+    for found, repository in walk_files(top, root, enter_repositories=True):
+        (inner if repository else files).append(found)
     return files, inner
 
 
@@ -184,11 +177,7 @@ def _classify(ws: Workspace, paths: list[str]) -> dict[str, _Root]:
     """Each directory holding a ``.git``: submodule or not, and its repository when git
     can read it there."""
     res = ws.repo.run(["--literal-pathspecs", "ls-files", "-s", "-z", "--", *paths])
-    gitlinks = set()
-    for rec in git.zsplit(res.stdout):
-        meta, _, raw = rec.partition(b"\t")
-        if meta.startswith(GITLINK.encode()):
-            gitlinks.add(os.fsdecode(raw))
+    gitlinks = {item.path for item in index_entries(res.stdout) if item.entry.mode == GITLINK}
     top = ws.repo.worktree
     out = {}
     for p in paths:
@@ -262,7 +251,8 @@ def keep_objects(repo: Repo, oids: list[str], identity: dict[str, str]) -> str |
     of each tag object as a blob ``tag/<id>`` (``git hash-object -t tag`` makes the very
     same tag again), each tagged tree as ``tree/<id>``, each tagged blob as ``blob/<id>``.
     Tagged commits come back as more parents. None when there is nothing to keep."""
-    from guards.protect.snapshot import commit_tree, index_info_line
+    from guards.git.entries import index_info_line
+    from guards.protect.snapshot import commit_tree
 
     lines: list[bytes] = []
     commits: list[str] = []

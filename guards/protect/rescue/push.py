@@ -7,7 +7,7 @@ import fnmatch
 import os
 
 from guards import git
-from guards.protect.rescue.refs import NO_HOOKS
+from guards.git import NO_HOOKS
 from guards.state.workspace import Workspace
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time

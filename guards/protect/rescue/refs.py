@@ -6,9 +6,6 @@ from guards import git
 from guards.protect.rescue.result import OVERRIDE, RescueFailedError
 from guards.state.workspace import Workspace
 
-#: Our own refs are written without running anyone's hooks (reference-transaction too).
-NO_HOOKS = ["-c", "core.hooksPath=/dev/null"]
-
 
 def create_refs(ws: Workspace, wanted: list[tuple[str, str]], message: str) -> list[str]:
     """Create every ref create-only in one transaction; a taken name gets ``-2``, ``-3``.
@@ -24,7 +21,7 @@ def create_refs(ws: Workspace, wanted: list[tuple[str, str]], message: str) -> l
             for name, (_, oid) in zip(names, wanted, strict=True)
         )
         res = ws.repo.run(
-            [*NO_HOOKS, "update-ref", "--create-reflog", "-m", message, "-z", "--stdin"],
+            [*git.NO_HOOKS, "update-ref", "--create-reflog", "-m", message, "-z", "--stdin"],
             stdin=payload,
             check=False,
             readonly=False,

@@ -15,20 +15,14 @@ from pathlib import Path
 
 from guards import git, output
 from guards.errors import GuardsError, UsageError
+from guards.git import NO_HOOKS
+from guards.git.entries import State, index_entries, index_info_line, tree_listing
+from guards.git.files import holds_repository
 from guards.git.objects import EXECUTABLE, GITLINK, SYMLINK, TREE
 from guards.git.quoting import unquote_path
 from guards.protect.rescue.catalog import Rescue, restore_commands
 from guards.protect.rescue.naming import RAW_BYTES
-from guards.protect.rescue.refs import NO_HOOKS
-from guards.protect.snapshot import (
-    Entry,
-    State,
-    disk_states,
-    filtered_oids,
-    index_info_line,
-    read_objects,
-    tree_entries,
-)
+from guards.protect.snapshot import disk_states, filtered_oids, read_objects, tree_entries
 from guards.state.workspace import Workspace
 
 
@@ -68,12 +62,9 @@ def _index_states(ws: Workspace, paths: list[str]) -> dict[str, State]:
     for start in range(0, len(paths), 500):
         chunk = paths[start : start + 500]
         res = ws.repo.run(["--literal-pathspecs", "ls-files", "-s", "-z", "--", *chunk])
-        for rec in git.zsplit(res.stdout):
-            meta, _, raw = rec.partition(b"\t")
-            p = os.fsdecode(raw)
-            mode, oid, stage = meta.decode().split(" ")
-            if p in wanted and stage == "0":
-                out[p] = Entry(mode, oid)
+        for item in index_entries(res.stdout):
+            if item.path in wanted and item.stage == 0:
+                out[item.path] = item.entry
     return out
 
 
@@ -196,7 +187,7 @@ def restore_repository(ws: Workspace, r: Rescue) -> RestoredRepository:
 
     assert r.repository is not None
     target = ws.repo.worktree / r.repository
-    if os.path.lexists(target / ".git"):
+    if holds_repository(target):
         return RestoredRepository(r.repository, conflict=True)
     refs = [v.rsplit(" ", 1) for v in r.trailers.get("Repository-Ref", [])]
     head = (r.one("Repository-Head") or "unborn").removesuffix(" (unborn)")
@@ -248,12 +239,7 @@ def restore_repository(ws: Workspace, r: Rescue) -> RestoredRepository:
 def _all_entries(ws: Workspace, treeish: str) -> dict[str, State]:
     """Every file entry of ``treeish``."""
     res = ws.repo.run(["ls-tree", "-r", "-z", "--full-tree", treeish])
-    out: dict[str, State] = {}
-    for rec in git.zsplit(res.stdout):
-        meta, _, raw = rec.partition(b"\t")
-        mode, _kind, oid = meta.decode().split(" ")
-        out[os.fsdecode(raw)] = Entry(mode, oid)
-    return out
+    return dict(tree_listing(res.stdout))
 
 
 def _checkout(ws: Workspace, entries: dict[str, State]) -> None:

@@ -4,6 +4,7 @@ whole, and every tree holds exactly the wanted paths as captured."""
 from __future__ import annotations
 
 from guards import git
+from guards.git.entries import Entry, State
 from guards.git.objects import GITLINK
 from guards.output import listing, show_path
 from guards.protect.rescue.naming import SHOWN
@@ -11,9 +12,7 @@ from guards.protect.snapshot import (
     DIRECTORY,
     SPECIAL,
     Capture,
-    Entry,
     SnapshotError,
-    State,
     check_objects,
     displaced,
     filtered_oids,

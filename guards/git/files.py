@@ -1,0 +1,62 @@
+"""Walking a work tree's directory the way git sees its files.
+
+git stores files and symlinks, never directories: a symlink to a directory is one
+entry (never followed), and a ``.git`` entry is never part of the tree. A *directory*
+named ``.git`` is a repository's store; a *file* named ``.git`` is a gitdir link (a
+submodule's or linked worktree's pointer, or junk) that git can never store. A
+directory holding either is a nested repository: its files belong to it, not to the
+repository around it.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+DOT_GIT = ".git"
+
+
+def holds_repository(directory: str | os.PathLike[str]) -> bool:
+    """Whether a directory is a repository's work tree (or a submodule's): it holds a
+    ``.git`` directory or gitdir file (even a dangling one)."""
+    return os.path.lexists(os.path.join(directory, DOT_GIT))
+
+
+def walk_files(
+    top: str | os.PathLike[str], start: str, *, enter_repositories: bool, sort: bool = False
+) -> Iterator[tuple[str, bool]]:
+    """``(path, is_repository)`` for everything git could store below ``top/start``:
+    paths relative to ``top`` with ``/`` separators, ``.git`` entries left out.
+
+    A directory below ``start`` holding a ``.git`` is a nested repository: it is
+    yielded as ``(dir, True)``, and then entered (its files yielded like any others)
+    only when ``enter_repositories``. ``sort`` yields each directory's entries in name
+    order (for fingerprints); otherwise in the file system's order.
+    """
+    top = os.fspath(top)
+    base = os.path.join(top, start) if start else top
+    for dirpath, dirnames, filenames in os.walk(base):
+        if sort:
+            dirnames.sort()
+            filenames.sort()
+        rel = os.path.relpath(dirpath, top).replace(os.sep, "/")
+        prefix = "" if rel == "." else rel + "/"
+        if DOT_GIT in dirnames:
+            dirnames.remove(DOT_GIT)
+        for name in list(dirnames):
+            full = os.path.join(dirpath, name)
+            if os.path.islink(full):
+                dirnames.remove(name)
+                filenames.append(name)  # a symlink is a file to git, never followed
+            elif holds_repository(full):
+                yield prefix + name, True
+                if not enter_repositories:
+                    dirnames.remove(name)
+        if sort:
+            filenames.sort()
+        for name in filenames:
+            if name != DOT_GIT:
+                yield prefix + name, False
