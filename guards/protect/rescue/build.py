@@ -99,6 +99,8 @@ def rescue_paths(ws: Workspace, at_risk: list[AtRiskPath], *, command: str) -> l
         return built, keepers
 
     built, keepers = _refusing(prepare)
+    if not built and not keepers:
+        return inner  # everything at risk lay in submodules
     ns = namespace(ws)
     stamp = _stamp(now)
     slug = command_slug(command)
