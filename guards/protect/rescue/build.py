@@ -251,7 +251,8 @@ def _keep_repository(
             message = _message(f"{subject}: its history", trailers, [], body)
             commit = commit_tree(repo, tree, [*([head] if head else []), *parents], message,
                                  identity())  # fmt: skip
-        nested.copy_objects(repo, ws.repo, [commit])
+    # Into this repository, as the command sees it (its --git-dir & co).
+    nested.copy_objects(repo, ws.repo, [commit])
     return commit
 
 
