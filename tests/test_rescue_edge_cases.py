@@ -302,6 +302,21 @@ def test_a_staged_file_where_head_has_a_directory_is_rescued(
     assert (repo / "src" / "app.py").read_text() == "print('hi')\n"
 
 
+def test_a_file_where_head_has_a_directory_outside_a_sparse_index_cone(repo: Path) -> None:
+    # t1092: the sparse index holds the directory as one entry until the file replaces it.
+    (repo / "deep").mkdir()
+    commit_file(repo, "deep/a", "in the cone\n")
+    git(repo, "sparse-checkout", "init", "--cone", "--sparse-index")
+    git(repo, "sparse-checkout", "set", "deep")
+    git(repo, "rm", "-rq", "--sparse", "src")
+    (repo / "src").write_text("a file where HEAD has a directory\n")
+    git(repo, "add", "--sparse", "src")
+    res = run_via("guards-run", ["reset", "--hard"], repo, env=BOB)
+    assert res.returncode == 0, res.stderr
+    (ref,) = rescue_refs(repo)
+    assert git(repo, "show", f"{ref}:src") == "a file where HEAD has a directory\n"
+
+
 def test_a_stale_cached_tree_after_git_replace_is_not_trusted(repo: Path) -> None:
     # t7003: the index's cached tree names HEAD's tree while `git replace` showed it
     # with another file; once the replacement is gone, the cached tree is stale.

@@ -93,6 +93,8 @@ def rescue_paths(ws: Workspace, at_risk: list[AtRiskPath], *, command: str) -> l
         return built, keepers
 
     built, keepers = _refusing(prepare)
+    if not built and not keepers:
+        return inner  # everything at risk lay in submodules
     ns = namespace(ws)
     stamp = _stamp(now)
     slug = command_slug(command)
@@ -243,7 +245,8 @@ def _keep_repository(
             message = _message(f"{subject}: its history", trailers, [], body)
             commit = commit_tree(repo, tree, [*([head] if head else []), *parents], message,
                                  identity())  # fmt: skip
-        nested.copy_objects(repo, ws.repo, [commit])
+    # Into this repository, as the command sees it (its --git-dir & co).
+    nested.copy_objects(repo, ws.repo, [commit])
     return commit
 
 

@@ -116,6 +116,8 @@ def _keep(ws: Workspace, out: Plan, root: _Root, owner: str | None, container: s
     """Keep ``root`` whole when its history lies in ``container``, the directory at risk
     (a linked worktree's or a gitfile's repository elsewhere survives: its files, in
     the outer rescue, are all it loses)."""
+    if root.path in out.handled:
+        return  # judged already
     out.handled.add(root.path)
     if root.repo is not None:
         inside = os.path.realpath(ws.repo.worktree / container) + os.sep
