@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 
 from guards import git
-from guards.git.entries import index_entries
 from guards.git.files import holds_repository
 from guards.git.names import FileMode, ObjectId
 from guards.git.objects import GITLINK, ZERO_MODE
@@ -146,6 +145,7 @@ def _unreadable_submodules(
     run: Callable[[list[str]], git.Result], limit: list[str] | None
 ) -> list[tuple[str, str]]:
     """(path, recorded commit) of each checked-out submodule git cannot read."""
+    from guards.git.entries import index_entries  # dataclasses: not on status' hot path
     top = run(["rev-parse", "--show-toplevel"])
     links = run(["ls-files", "-s", "-z", "--full-name", *(limit or [])])
     if top.returncode != 0 or links.returncode != 0:
