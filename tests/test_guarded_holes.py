@@ -449,3 +449,149 @@ def test_sparse_checkout_in_non_cone_mode_is_transparent(
 ) -> None:
     (repo / "README").write_text("someone's edit\n")
     same_as_plain(repo, ["sparse-checkout", "set", "--no-cone", "/src/"], way, shim, tmp_path)
+
+
+# ---------------------------------------------------------------------------
+# History only a reflog would keep
+
+
+def _with_history(where: Path) -> tuple[Path, str, str]:
+    """main: initial - two - three (HEAD); side: initial - side-only. Returns the repo,
+    three's id and side-only's id."""
+    work = fresh_repo(where)
+    for n in ("two", "three"):
+        (work / "README").write_text(f"{n}\n")
+        git(work, "commit", "-qam", n)
+    git(work, "checkout", "-q", "-b", "side", "HEAD~2")
+    (work / "side.txt").write_text("side only\n")
+    git(work, "add", "side.txt")
+    git(work, "commit", "-qm", "side-only")
+    git(work, "checkout", "-q", "main")
+    return work, git(work, "rev-parse", "main").strip(), git(work, "rev-parse", "side").strip()
+
+
+LEFT_TO_THE_REFLOG = [
+    (["reset", "--hard", "HEAD~2"], "main"),
+    (["reset", "--keep", "HEAD~1"], "main"),
+    (["reset", "--mixed", "HEAD~1"], "main"),
+    (["worktree", "add", "-B", "side", "../elsewhere", "main"], "side"),
+    (["fetch", ".", "+main:side"], "side"),
+    (["push", ".", ":side"], "side"),
+    (["push", ".", "+main:side"], "side"),
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "loser"), LEFT_TO_THE_REFLOG, ids=[" ".join(a) for a, _ in LEFT_TO_THE_REFLOG]
+)
+def test_commits_left_to_the_reflog_are_kept_under_rescue_refs(
+    shim: Path, tmp_path: Path, args: list[str], loser: str
+) -> None:
+    for way in ways(args):
+        work, main, side = _with_history(tmp_path / f"via-{way}" / "repo")
+        res = run_way(way, args, work, shim)
+        assert res.returncode == 0, (way, res.stderr)
+        assert held_by_rescue(work, main if loser == "main" else side), (way, res.stderr)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["reflog", "expire", "--expire=now", "--all"],
+        ["reflog", "delete", "stash@{1}"],
+        ["-c", "gc.refs/stash.reflogExpireUnreachable=now", "gc", "--prune=now"],
+    ],
+    ids=" ".join,
+)
+def test_stash_entries_a_reflog_command_drops_are_kept(
+    shim: Path, tmp_path: Path, args: list[str]
+) -> None:
+    for way in ways(args):
+        work = fresh_repo(tmp_path / f"via-{way}")
+        for n in range(3):
+            (work / "README").write_text(f"someone's stashed work {n}\n")
+            git(work, "stash", "-q")
+        entries = git(work, "log", "-g", "--format=%H", "refs/stash", "--").split()
+        res = run_way(way, args, work, shim)
+        assert res.returncode == 0, (way, res.stderr)
+        remaining = git(work, "log", "-g", "--format=%H", "refs/stash", "--", check=False).split()
+        dropped = [e for e in entries if e not in remaining]
+        assert dropped, way
+        assert all(held_by_rescue(work, e) for e in dropped), way
+
+
+# ---------------------------------------------------------------------------
+# Commands that run shell commands of their own (a git inside never reaches the shim)
+
+
+def _notes(work: Path) -> None:
+    (work / ".gitignore").write_text("*.log\n")
+    git(work, "add", ".gitignore")
+    git(work, "commit", "-qm", "ignore logs")
+    (work / "notes.txt").write_text("someone's untracked notes\n")
+    (work / "build.log").write_text("someone's ignored log\n")
+
+
+SHELL_RUNNERS = [
+    ["rebase", "-x", "git clean -fdx", "HEAD~1"],
+    ["bisect", "run", "sh", "-c", "git clean -fdx; exit 0"],
+    ["submodule", "foreach", "git -C .. clean -fdx"],
+    ["filter-branch", "-f", "--tree-filter", "true", "HEAD~1..HEAD"],
+]
+
+
+@pytest.mark.parametrize("args", SHELL_RUNNERS, ids=lambda a: " ".join(a[:2]))
+def test_commands_running_shell_commands_rescue_everything_they_could_reach(
+    shim: Path, tmp_path: Path, args: list[str]
+) -> None:
+    upstream = make_repo(tmp_path / "upstream", {"s": "sub\n"})
+    for way in ways(args):
+        work = fresh_repo(tmp_path / f"via-{way}")
+        _notes(work)
+        if args[0] == "bisect":
+            (work / "README").write_text("another commit\n")
+            git(work, "commit", "-qam", "another")
+            git(work, "bisect", "start", "HEAD", "HEAD~2")
+        if args[0] == "submodule":
+            git(
+                work,
+                "-c",
+                "protocol.file.allow=always",
+                "submodule",
+                "add",
+                "-q",
+                str(upstream),
+                "sub",
+            )
+            git(work, "commit", "-qm", "sub")
+        res = run_way(way, args, work, shim, env={"FILTER_BRANCH_SQUELCH_WARNING": "1"})
+        assert res.returncode == 0, (way, res.stderr)
+        assert b"someone's untracked notes\n" in rescued(work, "notes.txt"), way
+        assert b"someone's ignored log\n" in rescued(work, "build.log"), way
+
+
+# ---------------------------------------------------------------------------
+# Plumbing, apply and autocorrect
+
+
+PLUMBING = [
+    ["read-tree", "-u", "--reset", "HEAD"],
+    ["checkout-index", "-f", "-a"],
+    ["apply", "-R", "work.patch"],
+    ["-c", "help.autocorrect=-1", "rset", "--hard"],
+]
+
+
+@pytest.mark.parametrize("args", PLUMBING, ids=" ".join)
+def test_plumbing_apply_and_autocorrect_rescue_what_they_overwrite(
+    shim: Path, tmp_path: Path, args: list[str]
+) -> None:
+    for way in ways(args):
+        work = fresh_repo(tmp_path / f"via-{way}")
+        (work / "README").write_text("someone's edit\n")
+        patch = subprocess.run(["git", "diff"], cwd=work, capture_output=True).stdout
+        (work / "work.patch").write_bytes(patch)
+        res = run_way(way, args, work, shim)
+        assert res.returncode == 0, (way, res.stderr)
+        assert (work / "README").read_text() == "hello\n", way
+        assert b"someone's edit\n" in rescued(work, "README"), way

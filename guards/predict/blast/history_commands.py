@@ -399,4 +399,8 @@ HANDLERS: dict[str, Callable[[Context, list[str]], BlastRadius]] = {
     "submodule": _submodule,
     "sparse-checkout": _sparse_checkout,
     "worktree": lambda ctx, args: BlastRadius(worktree=None, losses=[]),
+    # Their destructive forms are opaque (cmdline.opaque_reason); the others destroy nothing.
+    "bisect": lambda ctx, args: BlastRadius(worktree=ctx.toplevel, losses=[]),
+    "filter-branch": lambda ctx, args: BlastRadius(worktree=ctx.toplevel, losses=[]),
+    "read-tree": lambda ctx, args: BlastRadius(worktree=ctx.toplevel, losses=[]),
 }
