@@ -89,6 +89,7 @@ CASES: list[tuple[str, list[str]]] = [
     (FULL, ["checkout", "-f"]),
     (FULL, ["checkout", "other"]),
     (CALM, ["checkout", "other"]),
+    (CALM, ["checkout", "other", "--"]),
     (CALM, ["checkout", "--no-overwrite-ignore", "other"]),
     (CALM, ["checkout", "-m", "other"]),
     (CALM, ["checkout", "-b", "topic", "other"]),

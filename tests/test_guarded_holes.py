@@ -595,3 +595,80 @@ def test_plumbing_apply_and_autocorrect_rescue_what_they_overwrite(
         assert res.returncode == 0, (way, res.stderr)
         assert (work / "README").read_text() == "hello\n", way
         assert b"someone's edit\n" in rescued(work, "README"), way
+
+
+# ---------------------------------------------------------------------------
+# Found by git's own test scripts: guards' read-only queries must not fail where git's
+# command does not (t7003, t2011, t7406)
+
+
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_a_file_named_like_a_commit_id_does_not_make_guards_queries_ambiguous(
+    repo: Path, shim: Path, tmp_path: Path, way: str
+) -> None:
+    git(repo, "checkout", "-q", "-b", "other")
+    (repo / "README").write_text("other\n")
+    git(repo, "commit", "-qam", "other")
+    git(repo, "checkout", "-q", "main")
+    for rev in ("main", "other"):
+        (repo / git(repo, "rev-parse", rev).strip()).write_text("named like a commit\n")
+    (repo / "src" / "app.py").write_text("someone's edit\n")
+    res = run_way(way, ["checkout", "-f", "other"], repo, shim)
+    assert res.returncode == 0, res.stderr
+    assert b"someone's edit\n" in rescued(repo, "src/app.py")
+    git(repo, "checkout", "-q", "main")
+    other = git(repo, "rev-parse", "other").strip()
+    res = run_way(way, ["branch", "-D", "other"], repo, shim)
+    assert res.returncode == 0, res.stderr
+    assert held_by_rescue(repo, other)
+
+
+ZERO_HEAD = [
+    ["checkout", "main", "--"],
+    ["checkout", "main"],
+    ["switch", "main"],
+    ["reset", "--hard"],
+]
+
+
+@pytest.mark.parametrize("args", ZERO_HEAD, ids=" ".join)
+def test_head_holding_the_zero_id_is_left_to_git(
+    repo: Path, shim: Path, tmp_path: Path, args: list[str]
+) -> None:
+    (repo / ".git" / "HEAD").write_text("0" * 40 + "\n")
+    for way in ways(args):
+        same_as_plain(repo, args, way, shim, tmp_path / f"via-{way}")
+        (repo / ".git" / "HEAD").write_text("0" * 40 + "\n")
+
+
+def _super_with_submodule(tmp_path: Path) -> Path:
+    upstream = make_repo(tmp_path / "upstream", {"s": "one\n"})
+    (upstream / "s").write_text("two\n")
+    git(upstream, "commit", "-qam", "two")
+    top = fresh_repo(tmp_path / "super")
+    git(top, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(upstream), "sub")
+    git(top, "commit", "-qm", "add sub")
+    git(top, "config", "-f", ".gitmodules", "submodule.sub.update", "!false")
+    git(top, "commit", "-qam", "a command in .gitmodules")
+    git(top / "sub", "reset", "-q", "--hard", "HEAD^")
+    return top
+
+
+@pytest.mark.parametrize(
+    "args", [["submodule", "update", "sub"], ["reset", "--hard"]], ids=" ".join
+)
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_a_command_in_gitmodules_is_left_to_git(
+    shim: Path, tmp_path: Path, args: list[str], way: str
+) -> None:
+    top = _super_with_submodule(tmp_path)
+    same_as_plain(top, args, way, shim, tmp_path / "plain")
+
+
+def test_a_submodule_update_command_from_git_config_is_opaque(shim: Path, tmp_path: Path) -> None:
+    top = _super_with_submodule(tmp_path)
+    git(top, "config", "submodule.sub.update", "!false")
+    (top / "notes.txt").write_text("someone's notes\n")
+    res = run_way("shim", ["submodule", "update", "sub"], top, shim)
+    assert res.returncode not in (0, 20), res.stderr  # git runs `false`
+    assert b"someone's notes\n" in rescued(top, "notes.txt")

@@ -399,7 +399,7 @@ def read_state(
     where ``target`` differs from HEAD, and for conflicts. Elsewhere its unknown id
     (``""``) already differs from both the index and HEAD, which is all that matters.
     """
-    out = ctx.out([*git.status_args(ignored=True), *(limit or [])], at_prefix=True)
+    out = _status(ctx, [*git.status_args(ignored=True), *(limit or [])])
     state = State(toplevel=ctx.toplevel or "")
     records = git.zsplit(out)
     i = 0
@@ -495,6 +495,32 @@ def hidden_changes(ctx: Context, state: State, limit: list[str] | None) -> None:
             state.entries[e.path] = e
 
 
+def _status(ctx: Context, args: list[str]) -> bytes:
+    """``git status`` as the command sees it. With HEAD naming no commit at all (the zero
+    id: git then switches branches as if HEAD were unborn), status fails ("bad object
+    HEAD"); it is asked again through a private git dir whose HEAD is unborn and which
+    shares everything else (objects, refs, config, the real index, read-only)."""
+    res = ctx.run(args, at_prefix=True, check=False)
+    if res.returncode == 0:
+        return res.stdout
+    if ctx.head() is None and ctx.toplevel and b"HEAD" in res.stderr:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="guards-head-") as private:
+            with open(os.path.join(private, "HEAD"), "w", encoding="ascii") as f:
+                f.write("ref: refs/heads/guards-unborn-head\n")
+            common = ctx.run(["rev-parse", "--git-common-dir"]).stdout.decode().strip()
+            with open(os.path.join(private, "commondir"), "w", encoding="utf-8") as f:
+                f.write(os.path.join(ctx.toplevel, common) + "\n")
+            index = ctx.env.get("GIT_INDEX_FILE") or os.path.join(ctx.git_dir, "index")
+            env = {**ctx.env, "GIT_DIR": private, "GIT_INDEX_FILE": index}
+            cwd = os.path.join(ctx.toplevel, ctx.prefix) if ctx.prefix else ctx.toplevel
+            again = git.run(args, cwd=cwd, env=env, check=False)
+            if again.returncode == 0:
+                return again.stdout
+    raise UnknownStateError(str(git.GitError(args, res.returncode, res.stderr)))
+
+
 def files_under(toplevel: str, rel_dir: str) -> Iterable[str]:
     """Every file and symlink below a directory (a nested repository's .git excluded).
 
@@ -563,7 +589,10 @@ class Target:
         if oid is None or oid == head:
             return
         empty = empty_tree(ctx.object_format)
-        out = ctx.out(["diff-tree", "-r", "-z", "--no-renames", head or empty, oid])
+        # "--": an untracked file may be named like a commit id (git would say ambiguous).
+        # No submodule config either: diffing a gitlink reads .gitmodules (t7406).
+        diff = ["diff-tree", "-r", "-z", "--no-renames", "--ignore-submodules=none"]
+        out = ctx.out([*diff, head or empty, oid, "--"])
         records = git.zsplit(out)
         for meta, path in zip(records[::2], records[1::2], strict=False):
             f = meta[1:].split(b" ")

@@ -83,6 +83,8 @@ def _reset(ctx: Context, args: list[str]) -> BlastRadius:
         raise GitRefuses("reset")  # more than one revision before "--"
     name, pathspec = split
     head = ctx.head()
+    if head is None and name is None and not pathspec and _head_is_broken(ctx):
+        raise GitRefuses("reset")  # "Could not parse object 'HEAD'."
     x_oid = ctx.rev(name) if name else head
     if name and x_oid is None:
         x_oid = ctx.rev(name, "tree")
@@ -114,6 +116,11 @@ def _reset(ctx: Context, args: list[str]) -> BlastRadius:
     return losses.radius(ctx, commits=commits)
 
 
+def _head_is_broken(ctx: Context) -> bool:
+    """HEAD names no commit and is no unborn branch either (the zero id, say)."""
+    return ctx.run(["symbolic-ref", "-q", "HEAD"], check=False).returncode != 0
+
+
 def _refused(o: Options, state: State, target: Target) -> bool:
     """Whether git refuses ``reset --hard/--merge/--keep`` (HEAD then stays)."""
     if o.has("hard"):
@@ -128,7 +135,7 @@ def _checkout(ctx: Context, args: list[str]) -> BlastRadius:
     o = command_options(ctx, "checkout", args)
     head = ctx.head()
     pathmode = (
-        o.after_dashdash is not None
+        bool(o.after_dashdash)  # `checkout X --` with no path switches branches
         or o.given("pathspec-from-file")
         or (o.has("patch") and not o.given("b") and not o.given("B"))
     )
