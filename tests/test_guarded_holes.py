@@ -216,6 +216,9 @@ REJECTED = [
     ["clean", "-fxX"],
     ["rm", "-f", "src"],
     ["stash", "push", "--pathspec-from-file=list", "--", "README"],
+    ["-C", "nowhere", "reset", "--hard"],
+    ["--work-tree=nowhere", "reset", "--hard"],
+    ["--no-advice", "reset", "--hard"],
 ]
 
 

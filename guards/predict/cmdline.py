@@ -277,6 +277,8 @@ def _split_globals(argv: Sequence[str], cwd: str) -> _Globals:
             out.options += [a, value]
             if a == "-C" and value:
                 out.cwd = os.path.normpath(os.path.join(out.cwd, value))
+                if not os.path.isdir(out.cwd):
+                    raise UsageError(f"git: cannot change to '{value}'")  # git dies there
             i += 2
             continue
         if a.startswith(_GLOBAL_EQ_VALUE) or a in _GLOBAL_FLAGS:

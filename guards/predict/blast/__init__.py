@@ -69,8 +69,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BlastRadius",
+    "CannotTell",
     "Context",
     "Entry",
+    "GitRefuses",
     "Loss",
     "LossKind",
     "Losses",
@@ -141,23 +143,21 @@ def _refuses_local_changes(ctx: Context) -> bool:
 
 
 def _radius(cmd: GitCommand) -> BlastRadius:
-    if opaque_reason(cmd) is not None:
-        # Everything the command could reach: the dirty work of its work tree (outside
-        # any repository, nothing of git's is there to lose).
-        ctx = context(cmd)
-        if ctx is None:
-            return BlastRadius(worktree=None, losses=[])
-        if _refuses_local_changes(ctx):
-            return BlastRadius(worktree=None, losses=[])
-        return everything(ctx.toplevel)
-    sub = cmd.subcommand
-    if sub is None or asks_for_help(cmd.args):
-        return BlastRadius(worktree=None, losses=[])
-    handler = _HANDLERS.get(sub)
-    if handler is None:
-        return BlastRadius(worktree=None, losses=[])
     ctx = None
     try:
+        if opaque_reason(cmd) is not None:
+            # Everything the command could reach: the dirty work of its work tree
+            # (outside any repository, nothing of git's is there to lose).
+            ctx = context(cmd)
+            if ctx is None or _refuses_local_changes(ctx):
+                return BlastRadius(worktree=None, losses=[])
+            return everything(ctx.toplevel)
+        sub = cmd.subcommand
+        if sub is None or asks_for_help(cmd.args):
+            return BlastRadius(worktree=None, losses=[])
+        handler = _HANDLERS.get(sub)
+        if handler is None:
+            return BlastRadius(worktree=None, losses=[])
         if sub == "worktree":
             if cmd.args[:1] == ["add"]:
                 return ref_commands.worktree_add(cmd)

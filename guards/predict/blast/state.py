@@ -169,6 +169,9 @@ def context(cmd: GitCommand, at: str | None = None) -> Context | None:
     ``at`` discovers the work tree containing another directory (``worktree remove``).
     """
     options = _kept_options(cmd.global_options)
+    work_tree = cmd.env.get("GIT_WORK_TREE")
+    if at is None and work_tree and not os.path.isdir(work_tree):
+        raise GitRefuses("work tree")  # git dies: "cannot change to '...'"
     if at is None:
         env = dict(cmd.env)
 
