@@ -796,6 +796,11 @@ IN_THE_WAY_CASES = [
     ("echo u > p.log.txt; rm p.log; echo u > p.log; git add -f p.log.txt", ["cherry-pick", "pick"]),
     ("", ["revert", "--no-edit", "HEAD"]),
     ("", ["merge", "--no-edit", "pick"]),
+    ("", ["rebase", "other"]),
+    ("", ["rebase", "--onto", "other", "HEAD~1"]),
+    ("git checkout -q pick", ["rebase", "other", "main"]),
+    ("echo dirty > a", ["rebase", "other"]),
+    ("git checkout -q other", ["rebase", "main"]),
 ]
 
 

@@ -232,7 +232,6 @@ HARMLESS = [
     ["rm", "-n", "-f", "file"],
     ["worktree", "list"],
     ["worktree", "prune"],
-    ["rebase", "main"],
     ["pull"],
     ["cherry-pick", "--continue"],
     ["merge", "--continue"],
@@ -336,9 +335,9 @@ def test_config_turns_harmless_commands_destructive(repo: Path) -> None:
     git(repo, "config", "clean.requireForce", "no")
     assert destroys(repo, "clean", "-d")
     assert not destroys(repo, "clean", "-n")
-    assert not destroys(repo, "rebase", "main")
+    # (rebase itself could always destroy: the switch to the new base overwrites ignored
+    # files in its way; with autostash it also stashes.)
     assert destroys(repo, "-c", "rebase.autoStash=true", "rebase", "main")
-    assert not destroys(repo, "-c", "rebase.autoStash=true", "rebase", "--no-autostash", "main")
     assert destroys(repo, "-c", "pull.rebase=true", "-c", "rebase.autostash=1", "pull")
     assert not destroys(repo, "-c", "rebase.autostash=1", "pull", "--no-rebase")
     assert destroys(repo, "-c", "merge.autostash=yes", "pull")

@@ -304,6 +304,7 @@ IN_THE_WAY = [
     ["reset", "--merge", "other"],
     ["cherry-pick", "other"],
     ["merge", "--no-edit", "other"],
+    ["rebase", "other"],
 ]
 
 
@@ -320,7 +321,7 @@ def test_an_ignored_file_in_the_targets_way_is_rescued(
     for way in ways(args):
         work = fresh_repo(tmp_path / f"via-{way}")
         _ignored_in_the_way(work)
-        if args[0] in ("cherry-pick", "merge"):
+        if args[0] in ("cherry-pick", "merge", "rebase"):
             git(work, "checkout", "-q", "--", "README")  # these refuse a missing file
         res = run_way(way, args, work, shim)
         assert res.returncode == 0, (way, res.stderr)

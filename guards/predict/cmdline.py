@@ -790,8 +790,8 @@ def could_destroy(cmd: GitCommand) -> bool:
     if sub in ("rebase", "pull", "merge"):
         if o.has("abort") or o.has("skip"):
             return True
-        if sub == "merge" and not (o.has("continue") or o.has("quit")):
-            return True  # a fast-forward overwrites ignored files in its way
+        if sub in ("merge", "rebase") and not (o.has("continue") or o.has("quit")):
+            return True  # the switch to the new base overwrites ignored files in its way
         return autostash(cmd, o)
     if sub in ("cherry-pick", "revert") and o.positionals:
         return not any(o.has(x) for x in ("continue", "quit"))  # ignored files in the way
