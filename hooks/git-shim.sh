@@ -34,8 +34,9 @@ fi
 
 # Find the subcommand behind the global options (options with a separate value are
 # skipped with it; any -c/--config-env may define an alias: let guards look). For stash,
-# branch, worktree and submodule the words after it decide: only their destructive forms
-# pay for Python. Other commands stop the scan at once (`git add` may have 10,000 paths).
+# branch, worktree, submodule, fetch, push, reflog and bisect the words after it decide:
+# only their destructive forms pay for Python. Other commands stop the scan at once
+# (`git add` may have 10,000 paths).
 guards_sub=
 guards_next=
 guards_globals=
@@ -44,10 +45,14 @@ guards_flag=
 guards_unknown=
 for guards_arg do
   if [ -n "$guards_sub" ]; then
-    case $guards_sub in branch|submodule|stash|worktree) ;; *) break ;; esac
+    case $guards_sub in branch|submodule|stash|worktree|fetch|push|reflog|bisect) ;; *) break ;; esac
     [ -z "$guards_next" ] && guards_next=$guards_arg
-    case $guards_arg in
-      -[DdfMC]*|-[!-]*[DdfMC]*|--de*|--fo*|deinit) guards_flag=1 ;;
+    case $guards_sub:$guards_arg in
+      branch:-[DdfMC]*|branch:-[!-]*[DdfMC]*|branch:--de*|branch:--fo*) guards_flag=1 ;;
+      submodule:-[DdfMC]*|submodule:-[!-]*[DdfMC]*|submodule:--fo*) guards_flag=1 ;;
+      submodule:deinit|submodule:foreach|submodule:update) guards_flag=1 ;;
+      worktree:-B*|worktree:-[!-]*B*) guards_flag=1 ;;
+      fetch:*:*|fetch:--stdin|push:*:*|push:-d|push:--de*|push:-[!-]*d*) guards_flag=1 ;;
     esac
     continue
   fi
@@ -75,15 +80,15 @@ done
 case $guards_sub in
   "")
     exec "$guards_git" "$@" ;;
-  add|status|log|diff|show|commit|fetch|push|rev-parse|rev-list|ls-files|ls-tree|ls-remote|\
+  add|status|log|diff|show|commit|rev-parse|rev-list|ls-files|ls-tree|ls-remote|\
   cat-file|config|tag|remote|init|clone|describe|blame|grep|shortlog|for-each-ref|show-ref|\
   symbolic-ref|update-ref|hash-object|write-tree|commit-tree|diff-index|diff-files|diff-tree|\
-  merge-base|name-rev|reflog|var|version|help|check-ignore|check-attr|bisect|notes|format-patch|\
-  apply|archive|bundle|count-objects|fsck|gc|maintenance|repack|prune|pack-refs|range-diff|\
+  merge-base|name-rev|var|version|help|check-ignore|check-attr|notes|format-patch|\
+  archive|bundle|count-objects|fsck|maintenance|repack|prune|pack-refs|range-diff|\
   whatchanged|annotate|difftool|mergetool|credential|send-email|request-pull|replace|rerere|\
   interpret-trailers|column|stripspace|mktree|mktag|verify-commit|verify-tag|show-branch|\
-  cherry|fast-export|fast-import|filter-branch|upload-pack|receive-pack|send-pack|fetch-pack|\
-  index-pack|pack-objects|unpack-objects|update-index|read-tree|checkout-index|hook|\
+  cherry|fast-export|fast-import|upload-pack|receive-pack|send-pack|fetch-pack|\
+  index-pack|pack-objects|unpack-objects|update-index|hook|\
   check-ref-format|check-mailmap|citool|gui|instaweb|get-tar-commit-id|bugreport|diagnose)
     exec "$guards_git" "$@" ;;
 esac
@@ -107,18 +112,25 @@ sys.exit(main(sys.argv[1:]))
 }
 
 case $guards_sub in
-  reset|checkout|switch|restore|clean|rm|mv|rebase|pull|merge|cherry-pick|am|revert|sparse-checkout)
+  reset|checkout|switch|restore|clean|rm|mv|rebase|pull|merge|cherry-pick|am|revert|\
+  sparse-checkout|gc|apply|read-tree|checkout-index|filter-branch)
     guards_run "$@" ;;
   stash)
     case $guards_next in list|show) ;; *) guards_run "$@" ;; esac ;;
   worktree)
-    case $guards_next in remove) guards_run "$@" ;; esac ;;
-  branch|submodule)
+    case $guards_next in remove) guards_run "$@" ;; add) [ -n "$guards_flag" ] && guards_run "$@" ;; esac ;;
+  reflog)
+    case $guards_next in expire|delete) guards_run "$@" ;; esac ;;
+  bisect)
+    case $guards_next in run) guards_run "$@" ;; esac ;;
+  branch|submodule|fetch|push)
     [ -n "$guards_flag" ] && guards_run "$@" ;;
   *)
-    # Not a built-in this shim knows: maybe an alias (which may expand to anything).
+    # Not a built-in this shim knows: maybe an alias (which may expand to anything), or
+    # a typo that help.autocorrect turns into another command.
     if [ -n "$guards_globals" ] || [ -n "${GIT_CONFIG_COUNT:-}" ] \
-       || "$guards_git" config --get "alias.$guards_sub" >/dev/null 2>&1; then
+       || "$guards_git" config --get "alias.$guards_sub" >/dev/null 2>&1 \
+       || "$guards_git" config --get help.autocorrect >/dev/null 2>&1; then
       guards_run "$@"
     fi ;;
 esac

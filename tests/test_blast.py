@@ -16,7 +16,7 @@ import pytest
 from guards.errors import UnknownStateError
 from guards.git.quoting import parse_clean_output
 from guards.predict import blast, cmdline
-from guards.predict.blast import history_commands, tree_commands
+from guards.predict.blast import history_commands, ref_commands, tree_commands
 from tests.blast_states import (
     base_repo,
     cached_dirty_repo,
@@ -89,6 +89,7 @@ CASES: list[tuple[str, list[str]]] = [
     (FULL, ["checkout", "-f"]),
     (FULL, ["checkout", "other"]),
     (CALM, ["checkout", "other"]),
+    (CALM, ["checkout", "other", "--"]),
     (CALM, ["checkout", "--no-overwrite-ignore", "other"]),
     (CALM, ["checkout", "-m", "other"]),
     (CALM, ["checkout", "-b", "topic", "other"]),
@@ -679,7 +680,7 @@ def test_the_rules_document_names_every_kind_of_loss_and_every_handled_command()
     doc = (PROJECT_ROOT / "docs" / "blast-radius.md").read_text(encoding="utf-8")
     for kind in blast.LossKind.ALL:
         assert f"| `{kind}` |" in doc
-    for sub in [*tree_commands.HANDLERS, *history_commands.HANDLERS]:
+    for sub in [*tree_commands.HANDLERS, *history_commands.HANDLERS, *ref_commands.HANDLERS]:
         assert f"`{sub}" in doc, sub
 
 
@@ -795,6 +796,11 @@ IN_THE_WAY_CASES = [
     ("echo u > p.log.txt; rm p.log; echo u > p.log; git add -f p.log.txt", ["cherry-pick", "pick"]),
     ("", ["revert", "--no-edit", "HEAD"]),
     ("", ["merge", "--no-edit", "pick"]),
+    ("", ["rebase", "other"]),
+    ("", ["rebase", "--onto", "other", "HEAD~1"]),
+    ("git checkout -q pick", ["rebase", "other", "main"]),
+    ("echo dirty > a", ["rebase", "other"]),
+    ("git checkout -q other", ["rebase", "main"]),
 ]
 
 
@@ -965,3 +971,229 @@ def test_sparse_checkout_outside_a_sparse_checkout_is_refused_by_git(
     top = _sparse_repo(tmp_path)
     subprocess.run(["sh", "-c", DIRTY_DIRS], cwd=top, check=True)
     assert predict(top, ["sparse-checkout", action, "b"][: 3 if action == "add" else 2]).empty()
+
+
+# ---------------------------------------------------------------------------
+# Commits only a reflog would keep
+
+
+def _history(tmp_path: Path) -> Path:
+    """main: i - two - three; side: i - side-only; three stash entries."""
+    top = make_repo(tmp_path / "r", {"a": "a\n"})
+    for n in ("two", "three"):
+        write(top, "a", f"{n}\n")
+        git(top, "commit", "-q", "-am", n)
+    git(top, "branch", "side", "HEAD~2")
+    git(top, "checkout", "-q", "side")
+    write(top, "s", "side\n")
+    git(top, "add", "s")
+    git(top, "commit", "-q", "-m", "side-only")
+    git(top, "checkout", "-q", "main")
+    return top
+
+
+def _reachable(top: Path) -> set[str]:
+    return set(git(top, "rev-list", "--all").split())
+
+
+def _stash_list(top: Path) -> list[str]:
+    return git(top, "log", "-g", "--format=%H", "refs/stash", "--", check=False).split()
+
+
+COMMIT_CASES = [
+    ["reset", "--hard", "HEAD~2"],
+    ["reset", "--keep", "HEAD~1"],
+    ["reset", "HEAD~1"],
+    ["reset", "--mixed", "side"],
+    ["worktree", "add", "-B", "side", "../elsewhere", "main"],
+    ["fetch", ".", "+main:side"],
+    ["fetch", ".", "main:side"],
+    ["fetch", ".", "+side:main"],
+    ["push", ".", ":side"],
+    ["push", ".", "--delete", "side"],
+    ["push", ".", "+main:side"],
+    ["push", ".", "main:side"],
+]
+
+
+@pytest.mark.parametrize("argv", COMMIT_CASES, ids=" ".join)
+def test_commits_left_to_the_reflog_are_predicted(tmp_path: Path, argv: list[str]) -> None:
+    top = _history(tmp_path)
+    radius = predict(top, argv)
+    before = _reachable(top)
+    subprocess.run(["git", *argv], cwd=top, capture_output=True)
+    lost = before - _reachable(top)
+    predicted = {oid for oid, _ in radius.commits}
+    # Keeping the predicted tips keeps every lost commit (their ancestors included).
+    kept = set(git(top, "rev-list", *predicted).split()) if predicted else set()
+    assert lost <= kept, (lost, radius.commits)
+    assert bool(lost) == bool(predicted)
+
+
+STASH_CASES_REFLOG = [
+    ["reflog", "expire", "--expire=now", "--all"],
+    ["reflog", "expire", "--expire=now", "refs/stash"],
+    ["reflog", "expire", "--all"],
+    ["reflog", "delete", "stash@{1}"],
+    ["reflog", "delete", "--updateref", "stash@{0}"],
+    ["-c", "gc.refs/stash.reflogExpireUnreachable=now", "gc", "--prune=now"],
+    ["-c", "gc.reflogExpire=now", "-c", "gc.reflogExpireUnreachable=now", "gc"],
+]
+
+
+@pytest.mark.parametrize("argv", STASH_CASES_REFLOG, ids=" ".join)
+def test_stash_entries_a_reflog_command_drops_are_predicted(
+    tmp_path: Path, argv: list[str]
+) -> None:
+    top = _history(tmp_path)
+    for n in range(3):
+        write(top, "a", f"stashed {n}\n")
+        git(top, "stash", "-q")
+    before = _stash_list(top)
+    radius = predict(top, argv)
+    subprocess.run(["git", *argv], cwd=top, capture_output=True, check=True)
+    dropped = [oid for oid in before if oid not in _stash_list(top)]
+    assert sorted(oid for oid, _ in radius.commits) == sorted(dropped)
+    # Without settings for refs/stash itself, git never expires the stash.
+    assert bool(dropped) == ("--expire=now" in argv or "delete" in argv or "stash" in str(argv))
+
+
+# ---------------------------------------------------------------------------
+# Commands that run shell commands of their own, plumbing, apply, autocorrect
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["rebase", "-x", "true", "HEAD~1"],
+        ["rebase", "--exec=true", "HEAD~1"],
+        ["bisect", "run", "true"],
+        ["submodule", "foreach", "true"],
+        ["filter-branch", "-f", "HEAD"],
+        ["read-tree", "-u", "--reset", "HEAD"],
+        ["read-tree", "-u", "-m", "HEAD"],
+        ["read-tree", "HEAD"],
+        ["-c", "submodule.x.update=!rm -rf .", "submodule", "update"],
+    ],
+    ids=" ".join,
+)
+def test_commands_running_shell_commands_or_rewriting_wholesale_are_opaque(
+    tmp_path: Path, argv: list[str]
+) -> None:
+    top = _history(tmp_path)
+    write(top, "notes.txt", "untracked notes\n")
+    assert predict(top, argv).everything
+
+
+def test_rebase_exec_with_local_changes_is_refused_by_git(tmp_path: Path) -> None:
+    top = _history(tmp_path)
+    write(top, "a", "local change\n")
+    argv = ["rebase", "-x", "true", "HEAD~1"]
+    assert predict(top, argv).empty()
+    assert subprocess.run(["git", *argv], cwd=top, capture_output=True).returncode != 0
+    assert predict(top, ["rebase", "--autostash", "-x", "true", "HEAD~1"]).everything
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["read-tree", "-n", "-u", "--reset", "HEAD"],
+        ["bisect", "log"],
+        ["submodule", "update"],
+        ["checkout-index", "-a"],
+        ["apply", "--check", "p.diff"],
+    ],
+    ids=" ".join,
+)
+def test_harmless_forms_of_those_commands_destroy_nothing(tmp_path: Path, argv: list[str]) -> None:
+    top = _history(tmp_path)
+    write(top, "a", "local change\n")
+    (top / "p.diff").write_bytes(
+        subprocess.run(["git", "diff"], cwd=top, capture_output=True).stdout
+    )
+    assert predict(top, argv).empty()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["checkout-index", "-f", "-a"],
+        ["checkout-index", "-f", "--", "dir", "with space.txt", "staged_mod.txt"],
+        ["checkout-index", "-f", "-n", "-a"],
+    ],
+    ids=" ".join,
+)
+def test_checkout_index_force_is_r3(tmp_path: Path, factory: Path, argv: list[str]) -> None:
+    top = _repo(tmp_path, factory, FULL)
+    if "dir" in argv:
+        argv = [*argv[:3], "dir/sub/deep.txt", *argv[4:]]
+    assert_exact(top, argv)
+
+
+APPLY_CASES = [
+    (["diff"], ["-R"]),
+    (["diff", "--cached", "--", "b"], ["-R", "--index"]),
+    (["diff", "--cached"], ["-R", "--cached"]),
+    (["diff", "HEAD", "--", "c"], ["-R"]),
+    (["diff", "HEAD", "--", "a"], ["-R"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("diff", "flags"), APPLY_CASES, ids=[f"{' '.join(d)} | {' '.join(f)}" for d, f in APPLY_CASES]
+)
+def test_apply_rewrites_the_dirty_files_its_patch_touches(
+    tmp_path: Path, diff: list[str], flags: list[str]
+) -> None:
+    top = make_repo(tmp_path / "r", {"a": "a\n", "b": "b\n", "c": "c\n"})
+    write(top, "a", "a edited\n")
+    write(top, "b", "b staged\n")
+    git(top, "add", "b")
+    write(top, "c", "c staged\n")
+    git(top, "add", "c")
+    write(top, "c", "c staged then edited\n")
+    patch = subprocess.run(["git", *diff], cwd=top, capture_output=True, check=True).stdout
+    (top / ".git" / "p.diff").write_bytes(patch)
+    argv = ["apply", *flags, ".git/p.diff"]
+    radius = predict(top, argv)
+    destroyed, proc = observe(top, argv)
+    assert proc.returncode == 0, proc.stderr
+    assert as_dict(radius) == destroyed
+    assert destroyed or flags == ["-R", "--cached"]
+
+
+def test_apply_index_refuses_a_file_that_does_not_match_the_index(tmp_path: Path) -> None:
+    top = make_repo(tmp_path / "r", {"c": "c\n"})
+    write(top, "c", "c staged\n")
+    git(top, "add", "c")
+    write(top, "c", "c staged then edited\n")
+    patch = subprocess.run(["git", "diff", "--cached"], cwd=top, capture_output=True).stdout
+    (top / ".git" / "p.diff").write_bytes(patch)
+    assert predict(top, ["apply", "-R", "--index", ".git/p.diff"]).empty()
+
+
+def test_apply_from_stdin_puts_everything_at_risk(tmp_path: Path) -> None:
+    top = make_repo(tmp_path / "r", {"a": "a\n"})
+    assert predict(top, ["apply", "-R"]).everything
+
+
+def test_help_autocorrect_is_followed_to_the_command_git_would_run(
+    tmp_path: Path, factory: Path
+) -> None:
+    top = _repo(tmp_path, factory, FULL)
+    for value in ("immediate", "-1", "1", "prompt"):
+        cmd = cmdline.parse(
+            ["-c", f"help.autocorrect={value}", "rset", "--hard"], {**os.environ}, str(top)
+        )
+        if value == "prompt":
+            assert cmd.subcommand == "rset"  # no terminal: git asks nobody, runs nothing
+            continue
+        assert (cmd.subcommand, cmd.args) == ("reset", ["--hard"]), value
+    for value in ("0", "never"):
+        cmd = cmdline.parse(
+            ["-c", f"help.autocorrect={value}", "rset", "--hard"], {**os.environ}, str(top)
+        )
+        assert cmd.subcommand == "rset", value
+    ambiguous = cmdline.parse(["-c", "help.autocorrect=-1", "rest"], {**os.environ}, str(top))
+    assert ambiguous.subcommand == "rest"  # restore or reset: git does not guess
+    assert_exact(top, ["-c", "help.autocorrect=-1", "rset", "--hard"])

@@ -216,6 +216,9 @@ REJECTED = [
     ["clean", "-fxX"],
     ["rm", "-f", "src"],
     ["stash", "push", "--pathspec-from-file=list", "--", "README"],
+    ["-C", "nowhere", "reset", "--hard"],
+    ["--work-tree=nowhere", "reset", "--hard"],
+    ["--no-advice", "reset", "--hard"],
 ]
 
 
@@ -301,6 +304,7 @@ IN_THE_WAY = [
     ["reset", "--merge", "other"],
     ["cherry-pick", "other"],
     ["merge", "--no-edit", "other"],
+    ["rebase", "other"],
 ]
 
 
@@ -317,7 +321,7 @@ def test_an_ignored_file_in_the_targets_way_is_rescued(
     for way in ways(args):
         work = fresh_repo(tmp_path / f"via-{way}")
         _ignored_in_the_way(work)
-        if args[0] in ("cherry-pick", "merge"):
+        if args[0] in ("cherry-pick", "merge", "rebase"):
             git(work, "checkout", "-q", "--", "README")  # these refuse a missing file
         res = run_way(way, args, work, shim)
         assert res.returncode == 0, (way, res.stderr)
@@ -449,3 +453,226 @@ def test_sparse_checkout_in_non_cone_mode_is_transparent(
 ) -> None:
     (repo / "README").write_text("someone's edit\n")
     same_as_plain(repo, ["sparse-checkout", "set", "--no-cone", "/src/"], way, shim, tmp_path)
+
+
+# ---------------------------------------------------------------------------
+# History only a reflog would keep
+
+
+def _with_history(where: Path) -> tuple[Path, str, str]:
+    """main: initial - two - three (HEAD); side: initial - side-only. Returns the repo,
+    three's id and side-only's id."""
+    work = fresh_repo(where)
+    for n in ("two", "three"):
+        (work / "README").write_text(f"{n}\n")
+        git(work, "commit", "-qam", n)
+    git(work, "checkout", "-q", "-b", "side", "HEAD~2")
+    (work / "side.txt").write_text("side only\n")
+    git(work, "add", "side.txt")
+    git(work, "commit", "-qm", "side-only")
+    git(work, "checkout", "-q", "main")
+    return work, git(work, "rev-parse", "main").strip(), git(work, "rev-parse", "side").strip()
+
+
+LEFT_TO_THE_REFLOG = [
+    (["reset", "--hard", "HEAD~2"], "main"),
+    (["reset", "--keep", "HEAD~1"], "main"),
+    (["reset", "--mixed", "HEAD~1"], "main"),
+    (["worktree", "add", "-B", "side", "../elsewhere", "main"], "side"),
+    (["fetch", ".", "+main:side"], "side"),
+    (["push", ".", ":side"], "side"),
+    (["push", ".", "+main:side"], "side"),
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "loser"), LEFT_TO_THE_REFLOG, ids=[" ".join(a) for a, _ in LEFT_TO_THE_REFLOG]
+)
+def test_commits_left_to_the_reflog_are_kept_under_rescue_refs(
+    shim: Path, tmp_path: Path, args: list[str], loser: str
+) -> None:
+    for way in ways(args):
+        work, main, side = _with_history(tmp_path / f"via-{way}" / "repo")
+        res = run_way(way, args, work, shim)
+        assert res.returncode == 0, (way, res.stderr)
+        assert held_by_rescue(work, main if loser == "main" else side), (way, res.stderr)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["reflog", "expire", "--expire=now", "--all"],
+        ["reflog", "delete", "stash@{1}"],
+        ["-c", "gc.refs/stash.reflogExpireUnreachable=now", "gc", "--prune=now"],
+    ],
+    ids=" ".join,
+)
+def test_stash_entries_a_reflog_command_drops_are_kept(
+    shim: Path, tmp_path: Path, args: list[str]
+) -> None:
+    for way in ways(args):
+        work = fresh_repo(tmp_path / f"via-{way}")
+        for n in range(3):
+            (work / "README").write_text(f"someone's stashed work {n}\n")
+            git(work, "stash", "-q")
+        entries = git(work, "log", "-g", "--format=%H", "refs/stash", "--").split()
+        res = run_way(way, args, work, shim)
+        assert res.returncode == 0, (way, res.stderr)
+        remaining = git(work, "log", "-g", "--format=%H", "refs/stash", "--", check=False).split()
+        dropped = [e for e in entries if e not in remaining]
+        assert dropped, way
+        assert all(held_by_rescue(work, e) for e in dropped), way
+
+
+# ---------------------------------------------------------------------------
+# Commands that run shell commands of their own (a git inside never reaches the shim)
+
+
+def _notes(work: Path) -> None:
+    (work / ".gitignore").write_text("*.log\n")
+    git(work, "add", ".gitignore")
+    git(work, "commit", "-qm", "ignore logs")
+    (work / "notes.txt").write_text("someone's untracked notes\n")
+    (work / "build.log").write_text("someone's ignored log\n")
+
+
+SHELL_RUNNERS = [
+    ["rebase", "-x", "git clean -fdx", "HEAD~1"],
+    ["bisect", "run", "sh", "-c", "git clean -fdx; exit 0"],
+    ["submodule", "foreach", "git -C .. clean -fdx"],
+    ["filter-branch", "-f", "--tree-filter", "true", "HEAD~1..HEAD"],
+]
+
+
+@pytest.mark.parametrize("args", SHELL_RUNNERS, ids=lambda a: " ".join(a[:2]))
+def test_commands_running_shell_commands_rescue_everything_they_could_reach(
+    shim: Path, tmp_path: Path, args: list[str]
+) -> None:
+    upstream = make_repo(tmp_path / "upstream", {"s": "sub\n"})
+    for way in ways(args):
+        work = fresh_repo(tmp_path / f"via-{way}")
+        _notes(work)
+        if args[0] == "bisect":
+            (work / "README").write_text("another commit\n")
+            git(work, "commit", "-qam", "another")
+            git(work, "bisect", "start", "HEAD", "HEAD~2")
+        if args[0] == "submodule":
+            git(
+                work,
+                "-c",
+                "protocol.file.allow=always",
+                "submodule",
+                "add",
+                "-q",
+                str(upstream),
+                "sub",
+            )
+            git(work, "commit", "-qm", "sub")
+        res = run_way(way, args, work, shim, env={"FILTER_BRANCH_SQUELCH_WARNING": "1"})
+        assert res.returncode == 0, (way, res.stderr)
+        assert b"someone's untracked notes\n" in rescued(work, "notes.txt"), way
+        assert b"someone's ignored log\n" in rescued(work, "build.log"), way
+
+
+# ---------------------------------------------------------------------------
+# Plumbing, apply and autocorrect
+
+
+PLUMBING = [
+    ["read-tree", "-u", "--reset", "HEAD"],
+    ["checkout-index", "-f", "-a"],
+    ["apply", "-R", "work.patch"],
+    ["-c", "help.autocorrect=-1", "rset", "--hard"],
+]
+
+
+@pytest.mark.parametrize("args", PLUMBING, ids=" ".join)
+def test_plumbing_apply_and_autocorrect_rescue_what_they_overwrite(
+    shim: Path, tmp_path: Path, args: list[str]
+) -> None:
+    for way in ways(args):
+        work = fresh_repo(tmp_path / f"via-{way}")
+        (work / "README").write_text("someone's edit\n")
+        patch = subprocess.run(["git", "diff"], cwd=work, capture_output=True).stdout
+        (work / "work.patch").write_bytes(patch)
+        res = run_way(way, args, work, shim)
+        assert res.returncode == 0, (way, res.stderr)
+        assert (work / "README").read_text() == "hello\n", way
+        assert b"someone's edit\n" in rescued(work, "README"), way
+
+
+# ---------------------------------------------------------------------------
+# Found by git's own test scripts: guards' read-only queries must not fail where git's
+# command does not (t7003, t2011, t7406)
+
+
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_a_file_named_like_a_commit_id_does_not_make_guards_queries_ambiguous(
+    repo: Path, shim: Path, tmp_path: Path, way: str
+) -> None:
+    git(repo, "checkout", "-q", "-b", "other")
+    (repo / "README").write_text("other\n")
+    git(repo, "commit", "-qam", "other")
+    git(repo, "checkout", "-q", "main")
+    for rev in ("main", "other"):
+        (repo / git(repo, "rev-parse", rev).strip()).write_text("named like a commit\n")
+    (repo / "src" / "app.py").write_text("someone's edit\n")
+    res = run_way(way, ["checkout", "-f", "other"], repo, shim)
+    assert res.returncode == 0, res.stderr
+    assert b"someone's edit\n" in rescued(repo, "src/app.py")
+    git(repo, "checkout", "-q", "main")
+    other = git(repo, "rev-parse", "other").strip()
+    res = run_way(way, ["branch", "-D", "other"], repo, shim)
+    assert res.returncode == 0, res.stderr
+    assert held_by_rescue(repo, other)
+
+
+ZERO_HEAD = [
+    ["checkout", "main", "--"],
+    ["checkout", "main"],
+    ["switch", "main"],
+    ["reset", "--hard"],
+]
+
+
+@pytest.mark.parametrize("args", ZERO_HEAD, ids=" ".join)
+def test_head_holding_the_zero_id_is_left_to_git(
+    repo: Path, shim: Path, tmp_path: Path, args: list[str]
+) -> None:
+    (repo / ".git" / "HEAD").write_text("0" * 40 + "\n")
+    for way in ways(args):
+        same_as_plain(repo, args, way, shim, tmp_path / f"via-{way}")
+        (repo / ".git" / "HEAD").write_text("0" * 40 + "\n")
+
+
+def _super_with_submodule(tmp_path: Path) -> Path:
+    upstream = make_repo(tmp_path / "upstream", {"s": "one\n"})
+    (upstream / "s").write_text("two\n")
+    git(upstream, "commit", "-qam", "two")
+    top = fresh_repo(tmp_path / "super")
+    git(top, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(upstream), "sub")
+    git(top, "commit", "-qm", "add sub")
+    git(top, "config", "-f", ".gitmodules", "submodule.sub.update", "!false")
+    git(top, "commit", "-qam", "a command in .gitmodules")
+    git(top / "sub", "reset", "-q", "--hard", "HEAD^")
+    return top
+
+
+@pytest.mark.parametrize(
+    "args", [["submodule", "update", "sub"], ["reset", "--hard"]], ids=" ".join
+)
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_a_command_in_gitmodules_is_left_to_git(
+    shim: Path, tmp_path: Path, args: list[str], way: str
+) -> None:
+    top = _super_with_submodule(tmp_path)
+    same_as_plain(top, args, way, shim, tmp_path / "plain")
+
+
+def test_a_submodule_update_command_from_git_config_is_opaque(shim: Path, tmp_path: Path) -> None:
+    top = _super_with_submodule(tmp_path)
+    git(top, "config", "submodule.sub.update", "!false")
+    (top / "notes.txt").write_text("someone's notes\n")
+    res = run_way("shim", ["submodule", "update", "sub"], top, shim)
+    assert res.returncode not in (0, 20), res.stderr  # git runs `false`
+    assert b"someone's notes\n" in rescued(top, "notes.txt")

@@ -231,6 +231,15 @@ DESTRUCTIVE_FORMS = {
     "branch": ["branch", "-D", "feature"],
     "worktree": ["worktree", "remove", "--force", "elsewhere"],
     "submodule": ["submodule", "deinit", "-f", "--all"],
+    "fetch": ["fetch", ".", "+main:feature"],
+    "push": ["push", ".", ":feature"],
+    "reflog": ["reflog", "expire", "--expire=now", "--all"],
+    "gc": ["gc"],
+    "bisect": ["bisect", "run", "true"],
+    "filter-branch": ["filter-branch", "HEAD"],
+    "read-tree": ["read-tree", "-u", "--reset", "HEAD"],
+    "checkout-index": ["checkout-index", "-f", "-a"],
+    "apply": ["apply", "-R", "some.patch"],
 }
 
 
@@ -249,13 +258,33 @@ def test_shim_routes_every_destructive_subcommand_to_guards(
             res = run_via("shim", form, busy_repo, shim_dir=directory)
             assert res.returncode == 20 and b"guards cannot run" in res.stderr, (sub, form)
     # The harmless forms of the same commands do not need guards at all.
+    more_forms = (
+        ["submodule", "foreach", "true"],
+        ["submodule", "update"],
+        ["worktree", "add", "-B", "feature", "../wt"],
+        ["push", ".", "--delete", "feature"],
+        ["fetch", "--stdin", "."],
+        ["reflog", "delete", "stash@{0}"],
+        ["-c", "help.autocorrect=1", "rset", "--hard"],
+        ["--no-such-global-option", "status"],
+    )
+    for form in more_forms:
+        res = run_via("shim", form, busy_repo, shim_dir=directory)
+        assert res.returncode == 20 and b"guards cannot run" in res.stderr, form
     for args in (
         ["stash", "list"],
         ["branch", "-v"],
         ["worktree", "list"],
         ["submodule", "status"],
+        ["fetch", "."],
+        ["push", "--dry-run", ".", "main"],
+        ["reflog", "-n", "1"],
+        ["bisect", "log"],
+        ["worktree", "add", "--detach", "../wt2"],
+        ["frobnicate"],
     ):
-        assert run_via("shim", args, busy_repo, shim_dir=directory).returncode == 0, args
+        res = run_via("shim", args, busy_repo, shim_dir=directory)
+        assert b"guards cannot run" not in res.stderr, args
 
 
 def test_install_shim_command_writes_a_working_shim(repo: Path, tmp_path: Path) -> None:

@@ -146,6 +146,7 @@ def _unreadable_submodules(
 ) -> list[tuple[str, str]]:
     """(path, recorded commit) of each checked-out submodule git cannot read."""
     from guards.git.entries import index_entries  # dataclasses: not on status' hot path
+
     top = run(["rev-parse", "--show-toplevel"])
     links = run(["ls-files", "-s", "-z", "--full-name", *(limit or [])])
     if top.returncode != 0 or links.returncode != 0:

@@ -38,7 +38,7 @@ def commits_held_only_by(
         oid, _, ref = line.partition(b"\0")
         if oid and os.fsdecode(ref) not in skip:
             tips.append(oid.decode("ascii"))
-    args = ["rev-list", "--stdin", tip]
+    args = ["rev-list", "--stdin", tip, "--"]  # a file may be named like the tip's id
     if limit is not None:
         args.insert(1, f"--max-count={limit}")
     stdin = "".join(f"^{t}\n" for t in dict.fromkeys(tips)).encode("ascii")

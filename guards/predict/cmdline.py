@@ -28,14 +28,23 @@ if TYPE_CHECKING:
 DESTRUCTIVE_SUBCOMMANDS: frozenset[str] = frozenset(
     {
         "am",
+        "apply",
+        "bisect",
         "branch",
         "checkout",
+        "checkout-index",
         "cherry-pick",
         "clean",
+        "fetch",
+        "filter-branch",
+        "gc",
         "merge",
         "mv",
         "pull",
+        "push",
+        "read-tree",
         "rebase",
+        "reflog",
         "reset",
         "restore",
         "revert",
@@ -79,9 +88,10 @@ KNOWN_COMMANDS: frozenset[str] = frozenset(_KNOWN.split())
 #: ``git config --get-regexp`` prints them; ``branch.<name>.rebase`` keeps the name).
 _CONFIG_REGEX = (
     r"^(clean\.requireforce|rebase\.autostash|pull\.rebase|pull\.ff|merge\.autostash"
-    r"|merge\.ff|branch\..*\.rebase|core\.sparsecheckout|core\.sparsecheckoutcone)$"
+    r"|merge\.ff|branch\..*\.rebase|core\.sparsecheckout|core\.sparsecheckoutcone"
+    r"|submodule\..*\.update)$"
 )
-_CONFIG_FOR = frozenset({"clean", "rebase", "pull", "merge", "sparse-checkout"})
+_CONFIG_FOR = frozenset({"clean", "rebase", "pull", "merge", "sparse-checkout", "submodule"})
 
 
 class GitCommand(Value):
@@ -267,6 +277,8 @@ def _split_globals(argv: Sequence[str], cwd: str) -> _Globals:
             out.options += [a, value]
             if a == "-C" and value:
                 out.cwd = os.path.normpath(os.path.join(out.cwd, value))
+                if not os.path.isdir(out.cwd):
+                    raise UsageError(f"git: cannot change to '{value}'")  # git dies there
             i += 2
             continue
         if a.startswith(_GLOBAL_EQ_VALUE) or a in _GLOBAL_FLAGS:
@@ -403,6 +415,58 @@ def _lookup_alias(
     return git.strip_newline(res.stdout).decode("utf-8", "surrogateescape")
 
 
+def _autocorrected(
+    name: str, global_options: Sequence[str], env: Mapping[str, str], cwd: str
+) -> str | None:
+    """The command git runs instead of ``name`` when help.autocorrect is on and ``name``
+    is neither a command nor an alias: the one most similar command, as git itself
+    names it (asked with autocorrection off, which only prints the suggestion)."""
+    res = git.run(
+        [*query_options(global_options), "config", "--get", "help.autocorrect"],
+        cwd=cwd,
+        env=env,
+        check=False,
+    )
+    value = git.strip_newline(res.stdout).decode("utf-8", "replace")
+    if res.returncode != 0 or value in ("never", "0", ""):
+        return None
+    if value == "prompt" and not (os.isatty(0) and os.isatty(2)):
+        return None
+    if value not in ("immediate", "prompt"):
+        try:
+            if int(value, 0) == 0:
+                return None
+        except ValueError:
+            return None  # git dies on a bad value
+    if _external_command(name, global_options, env, cwd):
+        return None  # git runs git-<name>
+    probe = git.run(
+        [*query_options(global_options), "-c", "help.autocorrect=0", name],
+        cwd=cwd,
+        env=env,
+        extra_env={"LC_ALL": "C", "LANGUAGE": "C"},
+        check=False,
+        readonly=False,
+    )
+    _, found, rest = probe.stderr.decode("utf-8", "replace").partition(
+        "\nThe most similar command is\n\t"
+    )
+    return rest.strip() or None if found else None
+
+
+def _external_command(
+    name: str, global_options: Sequence[str], env: Mapping[str, str], cwd: str
+) -> bool:
+    """Whether ``git-<name>`` is an executable in git's exec-path or on PATH."""
+    res = git.run([*query_options(global_options), "--exec-path"], cwd=cwd, env=env, check=False)
+    dirs = [os.fsdecode(git.strip_newline(res.stdout)), *env.get("PATH", "").split(os.pathsep)]
+    for directory in dirs:
+        candidate = os.path.join(directory, f"git-{name}")
+        if directory and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return True
+    return False
+
+
 def _read_config(global_options: Sequence[str], env: Mapping[str, str], cwd: str) -> dict[str, str]:
     res = git.run(
         [*query_options(global_options), "config", "-z", "--get-regexp", _CONFIG_REGEX],
@@ -458,10 +522,15 @@ def parse(argv: Sequence[str], env: Mapping[str, str], cwd: str) -> GitCommand:
     name = argv[i]
     rest = argv[i + 1 :]
     seen: list[str] = []
+    corrected = False
     while name not in KNOWN_COMMANDS:
         value = _lookup_alias(name, global_options, env, cwd)
         if value is None:
-            break
+            assumed = None if corrected else _autocorrected(name, global_options, env, cwd)
+            if assumed is None:
+                break
+            name, corrected = assumed, True  # git runs that instead (an alias, maybe)
+            continue
         if name in seen:
             raise UsageError(f"recursive alias: {' -> '.join([*seen, name])}")
         seen.append(name)
@@ -594,10 +663,60 @@ SPEC_OF = {
 }
 
 
+def applies(o: Options) -> bool:
+    """``git apply`` changes files or the index (not only --check, --stat & co)."""
+    reports = any(o.has(x) for x in ("check", "stat", "numstat", "summary"))
+    return o.has("apply") or not reports
+
+
+def opaque_reason(cmd: GitCommand) -> str | None:
+    """Why the command's effect cannot be computed, so that everything it could reach
+    is at risk; None when it can be. Commands that run shell commands of their own are
+    such: git puts its exec-path first on PATH for them, so a git inside never reaches
+    a shim (rebase --exec, bisect run, submodule foreach, a submodule's ``update =
+    !cmd``, filter-branch), and so is plumbing that rewrites the index and the work
+    tree wholesale (read-tree)."""
+    if cmd.opaque is not None:
+        return cmd.opaque
+    sub, args = cmd.subcommand, cmd.args
+    if sub is None or asks_for_help(args):
+        return None
+    if sub == "rebase":
+        o = parse_options("rebase", args)
+        if o.given("exec") and not git_rejects("rebase", o):
+            return "rebase --exec runs shell commands"
+    elif sub == "bisect" and args[:1] == ["run"]:
+        return "bisect run runs a shell command"
+    elif sub == "submodule":
+        words = [a for a in args if not a.startswith("-")]
+        if words[:1] == ["foreach"]:
+            return "submodule foreach runs a shell command"
+        if words[:1] == ["update"] and _update_command(cmd):
+            return "a submodule's update setting is a shell command"
+    elif sub == "filter-branch":
+        return "filter-branch runs shell commands and rewrites the work tree"
+    elif sub == "read-tree" and not any(
+        a in ("-n", "--dry-run") or a.startswith("--index-output") for a in args
+    ):
+        return "read-tree rewrites the index (and with -u the work tree)"
+    return None
+
+
+def _update_command(cmd: GitCommand) -> bool:
+    """``submodule.<name>.update = !command`` (from git config: git refuses it from
+    .gitmodules), unless the command line names a strategy itself."""
+    if any(a in ("--checkout", "--merge", "--rebase") for a in cmd.args):
+        return False
+    return any(
+        k.startswith("submodule.") and k.endswith(".update") and v.startswith("!")
+        for k, v in cmd.config.items()
+    )
+
+
 def could_destroy(cmd: GitCommand) -> bool:
     """False for commands that can never destroy or move uncommitted work or commits,
     and for command lines git itself refuses before touching anything."""
-    if cmd.opaque is not None:
+    if opaque_reason(cmd) is not None:
         return True
     sub = cmd.subcommand
     if sub is None or sub not in DESTRUCTIVE_SUBCOMMANDS or asks_for_help(cmd.args):
@@ -639,7 +758,28 @@ def could_destroy(cmd: GitCommand) -> bool:
     if sub == "mv":
         return not o.has("dry-run")  # without -f: a staged dst whose file is gone
     if sub == "worktree":
+        if args[:1] == ["add"]:
+            return parse_options("worktree-add", args[1:]).given("B")
         return bool(args) and args[0] == "remove"
+    if sub in ("fetch", "push"):
+        o = parse_options(sub, args)
+        if git_rejects(sub, o) or o.has("dry-run"):
+            return False
+        refspecs = [*o.positionals[1:], *(o.after_dashdash or [])]
+        deletes = sub == "push" and o.has("delete")
+        return deletes or o.has("stdin") or any(":" in r for r in refspecs)
+    if sub == "reflog":
+        return args[:1] in (["expire"], ["delete"])
+    if sub in ("bisect", "filter-branch", "read-tree"):
+        return False  # the forms that could destroy are opaque (above)
+    if sub == "checkout-index":
+        o = parse_options("checkout-index", args)
+        return not git_rejects("checkout-index", o) and (o.has("force") or bool(o.unknown))
+    if sub == "apply":
+        o = parse_options("apply", args)
+        if git_rejects("apply", o):
+            return False
+        return applies(o)
     if sub == "branch":
         if o.has("D") or o.has("M") or o.has("C"):
             return True
@@ -650,8 +790,8 @@ def could_destroy(cmd: GitCommand) -> bool:
     if sub in ("rebase", "pull", "merge"):
         if o.has("abort") or o.has("skip"):
             return True
-        if sub == "merge" and not (o.has("continue") or o.has("quit")):
-            return True  # a fast-forward overwrites ignored files in its way
+        if sub in ("merge", "rebase") and not (o.has("continue") or o.has("quit")):
+            return True  # the switch to the new base overwrites ignored files in its way
         return autostash(cmd, o)
     if sub in ("cherry-pick", "revert") and o.positionals:
         return not any(o.has(x) for x in ("continue", "quit"))  # ignored files in the way

@@ -297,6 +297,78 @@ SPECS: dict[str, Spec] = {
         {"f": "force", "N": "no-fetch", "j": "jobs", "q": "quiet"},
     ),
     "sparse-checkout": _spec("cone sparse-index skip-checks stdin", {}),
+    "worktree-add": _spec(
+        "force b= B= detach checkout lock reason= quiet track guess-remote",
+        {"f": "force", "b": "b", "B": "B", "d": "detach", "q": "quiet"},
+    ),
+    "fetch": _spec(
+        f"{_COMMON} all set-upstream append atomic upload-pack= force multiple tags jobs= "
+        "prefetch prune prune-tags recurse-submodules=? dry-run write-fetch-head keep "
+        "update-head-ok depth= shallow-since= shallow-exclude= deepen= unshallow refetch "
+        "update-shallow refmap= server-option= ipv4 ipv6 negotiation-tip= negotiate-only "
+        "filter= auto-maintenance auto-gc show-forced-updates write-commit-graph stdin "
+        "recurse-submodules-default= submodule-prefix=",
+        {
+            "v": "verbose",
+            "q": "quiet",
+            "a": "append",
+            "f": "force",
+            "m": "multiple",
+            "t": "tags",
+            "n": "n",
+            "j": "jobs",
+            "p": "prune",
+            "P": "prune-tags",
+            "k": "keep",
+            "u": "update-head-ok",
+            "o": "server-option",
+            "4": "ipv4",
+            "6": "ipv6",
+        },
+    ),
+    "push": _spec(
+        f"{_COMMON} repo= all mirror delete tags dry-run porcelain force force-with-lease=? "
+        "force-if-includes recurse-submodules= thin receive-pack= exec= set-upstream prune "
+        "verify follow-tags signed=? atomic push-option= ipv4 ipv6",
+        {
+            "v": "verbose",
+            "q": "quiet",
+            "d": "delete",
+            "n": "dry-run",
+            "f": "force",
+            "u": "set-upstream",
+            "o": "push-option",
+            "4": "ipv4",
+            "6": "ipv6",
+        },
+    ),
+    "reflog-expire": _spec(
+        "dry-run rewrite updateref verbose expire= expire-unreachable= stale-fix all "
+        "single-worktree",
+        {"n": "dry-run"},
+    ),
+    "reflog-delete": _spec("dry-run rewrite updateref verbose", {"n": "dry-run"}),
+    "gc": _spec("quiet prune=? cruft aggressive auto force keep-largest-pack", {"q": "quiet"}),
+    "checkout-index": _spec(
+        "all ignore-skip-worktree-bits force quiet no-create index stdin temp prefix= stage=",
+        {"a": "all", "f": "force", "q": "quiet", "n": "no-create", "u": "index", "z": "z"},
+    ),
+    "apply": _spec(
+        "exclude= include= add stat allow-binary-replacement binary numstat summary check "
+        "index intent-to-add cached unsafe-paths apply 3way build-fake-ancestor= whitespace= "
+        "ignore-space-change ignore-whitespace reverse unidiff-zero reject allow-overlap "
+        "verbose quiet inaccurate-eof recount directory= allow-empty",
+        {
+            "p": "p",
+            "N": "intent-to-add",
+            "3": "3way",
+            "z": "z",
+            "C": "C",
+            "R": "reverse",
+            "v": "verbose",
+            "q": "quiet",
+        },
+    ),
 }
 _VALUE_SHORTS = {
     "checkout": "bB",
@@ -311,6 +383,10 @@ _VALUE_SHORTS = {
     "sequencer": "mXS",
     "am": "pC",
     "submodule-update": "j",
+    "worktree-add": "bB",
+    "fetch": "jo",
+    "push": "o",
+    "apply": "pC",
 }
 
 
@@ -432,6 +508,14 @@ GIT_WORDS: dict[str, tuple[str, ...] | None] = {
     "submodule-deinit": None,
     "submodule-update": None,
     "sparse-checkout": ("sparse-checkout", "set"),
+    "worktree-add": ("worktree", "add"),
+    "fetch": ("fetch",),
+    "push": ("push",),
+    "reflog-expire": ("reflog", "expire"),
+    "reflog-delete": ("reflog", "delete"),
+    "gc": ("gc",),
+    "checkout-index": ("checkout-index",),
+    "apply": ("apply",),
 }
 
 _PATHSPEC_FILE = ("reset", "checkout", "restore", "rm", "stash-push")

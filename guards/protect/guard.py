@@ -250,9 +250,12 @@ def _guard_everything(
 
     where = _nearest_dir(cwd)
     if cmd is not None:
-        from guards.predict.blast import context
+        from guards.predict.blast import GitRefuses, context
 
-        ctx = context(cmd)  # honours --git-dir, --work-tree and -C
+        try:
+            ctx = context(cmd)  # honours --git-dir, --work-tree and -C
+        except GitRefuses:
+            return  # git refuses this command line itself
         if ctx is None or ctx.toplevel is None:
             return  # no work tree: no uncommitted work to lose
         toplevel = ctx.toplevel

@@ -48,6 +48,9 @@ from guards.git.repo import Repo
 #: git config for every command that writes a private index: a full index file of our
 #: own (no shared index written into the git dir), no fsmonitor round trips.
 _PRIVATE = ["-c", "core.splitIndex=false", "-c", "core.fsmonitor=false"]
+#: Diffs that involve a submodule read .gitmodules for its ignore setting, and die on any
+#: value git refuses there (``update = !cmd``: t7406); none is needed to list changes.
+_NO_SUBMODULE_CONFIG = ["--ignore-submodules=none"]
 #: Commits guards writes never prompt for or attempt a signature.
 _NO_SIGN = ["-c", "commit.gpgsign=false"]
 
@@ -223,7 +226,8 @@ class Capture:
         real, self.head, self.head_tree = _locate(repo)
         listed = set(self.paths)
         # What the real index holds vs HEAD (read-only: --cached never refreshes).
-        res = _run(repo, ["diff-index", "--cached", "-z", "--no-renames", self.head_tree])
+        args = ["diff-index", "--cached", "-z", "--no-renames", *_NO_SUBMODULE_CONFIG]
+        res = _run(repo, [*args, self.head_tree])
         real_changes = parse_raw_diff(res.stdout)
         # A staged blob that is already missing from the object store holds nothing that
         # could be lost (nor can any tree hold it): the snapshot takes HEAD's version.
@@ -327,8 +331,10 @@ class Capture:
         assert self._base is not None
         self.all_tree = self._write_tree(self._base)
         res = _run(
-            self.repo, ["diff-tree", "-r", "-z", "--no-renames", self.head_tree, self.all_tree]
-        )
+            self.repo,
+            ["diff-tree", "-r", "-z", "--no-renames", *_NO_SUBMODULE_CONFIG, self.head_tree,
+             self.all_tree],
+        )  # fmt: skip
         self.worktree_changes = parse_raw_diff(res.stdout)
         listed = set(self.paths)
         return [p for p in self.worktree_changes if p not in listed and not displaced(p, listed)]
@@ -559,7 +565,9 @@ def commit_tree(
 
 
 def read_tree_changes(repo: Repo, base_tree: str, tree: str) -> dict[str, Change]:
-    res = _run(repo, ["diff-tree", "-r", "-z", "--no-renames", base_tree, tree])
+    res = _run(
+        repo, ["diff-tree", "-r", "-z", "--no-renames", *_NO_SUBMODULE_CONFIG, base_tree, tree]
+    )
     return parse_raw_diff(res.stdout)
 
 

@@ -9,6 +9,8 @@
   stash, rm, mv;
 - :mod:`~guards.predict.blast.history_commands`: worktree remove, branch, rebase & co,
   submodule, sparse-checkout;
+- :mod:`~guards.predict.blast.ref_commands`: worktree add -B, fetch and push into this
+  repository, reflog expire/delete, gc;
 - :mod:`~guards.predict.blast.radius`: the answer, :class:`BlastRadius` and :class:`Loss`.
 
 Every predictor is computed from read-only git calls that never rewrite the index
@@ -19,7 +21,7 @@ tree files, ``clean -n``). Notation as in docs/blast-radius.md: H = HEAD, I = in
 
 from __future__ import annotations
 
-from guards.predict.blast import history_commands, tree_commands
+from guards.predict.blast import history_commands, ref_commands, tree_commands
 from guards.predict.blast.radius import (
     BlastRadius,
     CannotTell,
@@ -56,7 +58,8 @@ from guards.predict.blast.state import (
     pathspec_args,
     read_state,
 )
-from guards.predict.cmdline import asks_for_help
+from guards.predict.cmdline import asks_for_help, autostash, opaque_reason
+from guards.predict.options import parse_options
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
@@ -66,8 +69,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BlastRadius",
+    "CannotTell",
     "Context",
     "Entry",
+    "GitRefuses",
     "Loss",
     "LossKind",
     "Losses",
@@ -98,6 +103,7 @@ __all__ = [
 _HANDLERS: dict[str, Callable[[Context, list[str]], BlastRadius]] = {
     **tree_commands.HANDLERS,
     **history_commands.HANDLERS,
+    **ref_commands.HANDLERS,
 }
 
 
@@ -123,23 +129,38 @@ def all_dirty_work(cmd: GitCommand, worktree: str) -> BlastRadius:
     return BlastRadius(worktree=worktree, losses=hidden, everything=True)
 
 
+def _refuses_local_changes(ctx: Context) -> bool:
+    """``rebase`` (without autostash) and ``filter-branch`` stop before running anything
+    when a tracked file has local changes."""
+    cmd = ctx.cmd
+    checks = cmd.subcommand == "filter-branch" or (
+        cmd.subcommand == "rebase" and not autostash(cmd, parse_options("rebase", cmd.args))
+    )
+    if not checks:
+        return False
+    state = read_state(ctx, hash_work=False)
+    return any(not e.hidden and not e.gitlink for e in state.entries.values())
+
+
 def _radius(cmd: GitCommand) -> BlastRadius:
-    if cmd.opaque is not None:
-        # Everything the command could reach: the dirty work of its work tree (outside
-        # any repository, nothing of git's is there to lose).
-        ctx = context(cmd)
-        if ctx is None:
-            return BlastRadius(worktree=None, losses=[])
-        return everything(ctx.toplevel)
-    sub = cmd.subcommand
-    if sub is None or asks_for_help(cmd.args):
-        return BlastRadius(worktree=None, losses=[])
-    handler = _HANDLERS.get(sub)
-    if handler is None:
-        return BlastRadius(worktree=None, losses=[])
     ctx = None
     try:
+        if opaque_reason(cmd) is not None:
+            # Everything the command could reach: the dirty work of its work tree
+            # (outside any repository, nothing of git's is there to lose).
+            ctx = context(cmd)
+            if ctx is None or _refuses_local_changes(ctx):
+                return BlastRadius(worktree=None, losses=[])
+            return everything(ctx.toplevel)
+        sub = cmd.subcommand
+        if sub is None or asks_for_help(cmd.args):
+            return BlastRadius(worktree=None, losses=[])
+        handler = _HANDLERS.get(sub)
+        if handler is None:
+            return BlastRadius(worktree=None, losses=[])
         if sub == "worktree":
+            if cmd.args[:1] == ["add"]:
+                return ref_commands.worktree_add(cmd)
             return history_commands.worktree_remove(cmd)
         ctx = context(cmd)
         if ctx is None:

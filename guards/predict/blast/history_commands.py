@@ -195,6 +195,8 @@ def _rebase_like(ctx: Context, args: list[str]) -> BlastRadius:
         return losses.radius(ctx, state)
     if sub in ("rebase", "pull", "merge") and autostash(ctx.cmd, o):
         return _autostash_radius(ctx)
+    if sub == "rebase" and not _sequencer_control(o) and not o.has("edit-todo"):
+        return _rebase_checkout(ctx, o)
     if sub in ("cherry-pick", "revert") and o.positionals and not _sequencer_control(o):
         return _pick(ctx, o.positionals, revert=sub == "revert", commits=not o.has("no-commit"))
     if sub == "merge" and not (o.has("continue") or o.has("quit")):
@@ -211,6 +213,67 @@ def _rebase_like(ctx: Context, args: list[str]) -> BlastRadius:
                 add_collisions(state, target, losses, untracked=False, ignored=True)
         return losses.radius(ctx)
     return BlastRadius(worktree=ctx.toplevel, losses=[])
+
+
+def _rebase_checkout(ctx: Context, o: Options) -> BlastRadius:
+    """A rebase starts by checking out its base (after the branch it was given): the
+    ignored files in the way of each switch are overwritten, as with ``checkout``. git
+    refuses local changes (without autostash) and untracked files in the way; a branch
+    already based on its upstream is left alone (unless forced)."""
+    pos = o.positionals
+    upstream = pos[0] if pos else "@{upstream}"
+    onto = o.value("onto") or (None if o.has("root") else upstream)
+    if onto is None:
+        return BlastRadius(worktree=ctx.toplevel, losses=[])
+    head = ctx.head()
+    branch = ctx.rev(pos[1]) if len(pos) > 1 else head
+    onto_oid = ctx.rev(onto)
+    if onto_oid is None or branch is None or head is None:
+        return BlastRadius(worktree=ctx.toplevel, losses=[])  # git: invalid upstream
+    state = read_state(ctx, hash_work=False)
+    if any(not e.hidden and not e.gitlink for e in state.entries.values()):
+        return BlastRadius(worktree=ctx.toplevel, losses=[])  # "cannot rebase: ..."
+    forced = o.has("force-rebase") or o.has("interactive") or o.given("exec")
+    based = ctx.run(["merge-base", "--is-ancestor", onto_oid, branch], check=False)
+    if based.returncode == 0 and not forced and not o.value("onto"):
+        up_to_date = ctx.run(["merge-base", onto_oid, branch]).stdout.decode().strip()
+        if up_to_date == onto_oid:
+            return BlastRadius(worktree=ctx.toplevel, losses=[])  # "is up to date"
+    losses = Losses()
+    for before, after in ((head, branch), (branch, onto_oid)):
+        target = Target(ctx, after, before)
+        slots = occupied_elsewhere(state, target, TWO_WAY)
+        if collisions(state.untracked, slots):
+            return BlastRadius(worktree=ctx.toplevel, losses=[])  # git refuses
+        add_collisions(state, target, losses, untracked=False, ignored=True, how=TWO_WAY)
+    # Then each commit is replayed: one that adds a file a later one deletes writes it
+    # too (over an ignored file there), though neither tip has it.
+    # As rebase picks them: its todo list is upstream..branch without merges; a commit
+    # whose patch the new base already has becomes empty and is dropped.
+    upstream_oid = ctx.rev(upstream) if pos or not o.has("root") else None
+    todo = (
+        ctx.run(
+            ["rev-list", "--reverse", "--no-merges", f"{upstream_oid or onto_oid}..{branch}", "--"],
+            check=False,
+        )
+        .stdout.decode()
+        .split()
+    )
+    if not o.has("reapply-cherry-picks"):
+        fresh = set(
+            ctx.run(
+                ["rev-list", "--cherry-pick", "--right-only", f"{onto_oid}...{branch}", "--"],
+                check=False,
+            )
+            .stdout.decode()
+            .split()
+        )
+        todo = [c for c in todo if c in fresh]
+    for commit in todo:
+        found = _brought_by(ctx, commit, onto_oid)
+        if found is not None:
+            add_collisions(state, found[0], losses, untracked=False, ignored=True, how=TWO_WAY)
+    return losses.radius(ctx)
 
 
 def _sequencer_control(o: Options) -> bool:
@@ -231,17 +294,10 @@ def _pick(ctx: Context, revisions: list[str], *, revert: bool, commits: bool) ->
         return BlastRadius(worktree=ctx.toplevel, losses=[])  # "commit your changes"
     losses = Losses()
     for n, commit in enumerate(res.stdout.decode().split()):
-        parent = ctx.rev(f"{commit}^")
-        before, after = (commit, parent) if revert else (parent, commit)
-        if after is None:
+        found = _brought_by(ctx, commit, head, revert=revert)
+        if found is None:
             continue
-        target = Target(ctx, after, head)
-        brings = Target(ctx, after, before) if before else None
-        target.diff = {
-            p: change
-            for p, change in target.diff.items()
-            if brings is None or (p in brings.diff and brings.diff[p][0] is None)
-        }
+        target, brings = found
         slots = occupied_elsewhere(state, target, TWO_WAY)
         local = brings is not None and any(
             p in brings.diff and e.work != e.index for p, e in state.entries.items()
@@ -250,6 +306,25 @@ def _pick(ctx: Context, revisions: list[str], *, revert: bool, commits: bool) ->
             return BlastRadius(worktree=ctx.toplevel, losses=[])  # git refuses
         add_collisions(state, target, losses, untracked=False, ignored=True, how=TWO_WAY)
     return losses.radius(ctx)
+
+
+def _brought_by(
+    ctx: Context, commit: str, head: str | None, *, revert: bool = False
+) -> tuple[Target, Target | None] | None:
+    """(the files a commit adds — a revert: those it deleted — as a target relative to
+    HEAD, everything the commit changes); None for a revert of a root commit."""
+    parent = ctx.rev(f"{commit}^")
+    before, after = (commit, parent) if revert else (parent, commit)
+    if after is None:
+        return None
+    target = Target(ctx, after, head)
+    brings = Target(ctx, after, before) if before else None
+    target.diff = {
+        p: change
+        for p, change in target.diff.items()
+        if brings is None or (p in brings.diff and brings.diff[p][0] is None)
+    }
+    return target, brings
 
 
 def _submodule(ctx: Context, args: list[str]) -> BlastRadius:
@@ -403,4 +478,8 @@ HANDLERS: dict[str, Callable[[Context, list[str]], BlastRadius]] = {
     "submodule": _submodule,
     "sparse-checkout": _sparse_checkout,
     "worktree": lambda ctx, args: BlastRadius(worktree=None, losses=[]),
+    # Their destructive forms are opaque (cmdline.opaque_reason); the others destroy nothing.
+    "bisect": lambda ctx, args: BlastRadius(worktree=ctx.toplevel, losses=[]),
+    "filter-branch": lambda ctx, args: BlastRadius(worktree=ctx.toplevel, losses=[]),
+    "read-tree": lambda ctx, args: BlastRadius(worktree=ctx.toplevel, losses=[]),
 }

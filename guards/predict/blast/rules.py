@@ -234,7 +234,7 @@ def r5(state: State, target: Target, losses: Losses) -> None:
     whose entry changes has a file that differs from it, or when untracked files are
     in X's way; else a staged version that matches neither HEAD nor X goes, with its
     file (git removes or rewrites it), and ignored files in X's way are overwritten."""
-    if _one_way_refused(state, target):
+    if one_way_refused(state, target):
         return
     for e in tracked_entries(state):
         x = target.version(e)
@@ -250,7 +250,7 @@ def r5(state: State, target: Target, losses: Losses) -> None:
     add_collisions(state, target, losses, untracked=False, ignored=True, how=ONE_WAY)
 
 
-def _one_way_refused(state: State, target: Target) -> bool:
+def one_way_refused(state: State, target: Target) -> bool:
     for e in tracked_entries(state):
         changes = e.index is not None and e.index != target.version(e)
         if changes and not e.unmerged and e.work is not None and e.work != e.index:
@@ -262,7 +262,7 @@ def _one_way_refused(state: State, target: Target) -> bool:
 def keep(state: State, target: Target, losses: Losses) -> None:
     """``reset --keep X``: the refusals and ignored collisions of a branch switch (git
     merges HEAD, index and X), and the index becomes X (R4)."""
-    if _switch_refused(state, target):
+    if switch_refused(state, target):
         return
     slots = occupied_elsewhere(state, target, TWO_WAY)
     if collisions(state.untracked, slots):
@@ -283,7 +283,7 @@ def r6(state: State, target: Target, losses: Losses, *, ignore_skip_worktree: bo
     add_collisions(state, target, losses, untracked=True, ignored=True)
 
 
-def _switch_refused(state: State, target: Target) -> bool:
+def switch_refused(state: State, target: Target) -> bool:
     """git's two-way merge refuses: local changes on paths the switch changes (a file
     deleted from the work tree is no change git minds: it writes X's version)."""
     for e in tracked_entries(state):
@@ -299,7 +299,7 @@ def _switch_refused(state: State, target: Target) -> bool:
 
 def r7(state: State, target: Target, losses: Losses, *, overwrite_ignore: bool = True) -> None:
     """A branch switch without force: refuses on conflicts, else ignored collisions."""
-    if _switch_refused(state, target):
+    if switch_refused(state, target):
         return
     slots = occupied_elsewhere(state, target, TWO_WAY)
     if collisions(state.untracked, slots):
@@ -313,7 +313,7 @@ def merge_mode(state: State, target: Target, losses: Losses) -> None:
     """``checkout -m X``: where the plain switch would refuse, git merges the local
     changes of the paths X changes; they survive only as a conflict (stage 3, markers).
     With any staged change git refuses instead."""
-    if not _switch_refused(state, target):
+    if not switch_refused(state, target):
         r7(state, target, losses)
         return
     if any(e.index != e.head for e in tracked_entries(state)) or hidden_in_the_way(state, target):
@@ -354,6 +354,21 @@ def branch_reset_loss(ctx: Context, name: str | None, new_tip: str) -> list[tupl
         return []
     if unreachable_from(ctx, old, [new_tip], exclude=(ref,)):
         return [(old, f"branch {name}")]
+    return []
+
+
+def head_move_loss(ctx: Context, new_tip: str | None) -> list[tuple[str, str]]:
+    """HEAD (and the branch it is on) moved to ``new_tip``: the commits left behind, if
+    nothing but a reflog would reach them (``reset HEAD~N``)."""
+    old = ctx.head()
+    if old is None or old == new_tip:
+        return []
+    res = ctx.run(["symbolic-ref", "-q", "HEAD"], check=False)
+    ref = res.stdout.decode("utf-8", "surrogateescape").strip()
+    exclude = (ref,) if res.returncode == 0 and ref else ()
+    if unreachable_from(ctx, old, [new_tip] if new_tip else [], exclude):
+        name = ref.removeprefix("refs/heads/") if exclude else "HEAD"
+        return [(old, f"{name} before the reset")]
     return []
 
 

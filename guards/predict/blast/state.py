@@ -171,6 +171,9 @@ def context(cmd: GitCommand, at: str | None = None) -> Context | None:
     ``at`` discovers the work tree containing another directory (``worktree remove``).
     """
     options = _kept_options(cmd.global_options)
+    work_tree = cmd.env.get("GIT_WORK_TREE")
+    if at is None and work_tree and not os.path.isdir(work_tree):
+        raise GitRefuses("work tree")  # git dies: "cannot change to '...'"
     if at is None:
         env = dict(cmd.env)
 
@@ -405,9 +408,7 @@ def read_state(
     (``""``) already differs from both the index and HEAD, which is all that matters.
     """
     try:
-        out = read_status(
-            lambda args: ctx.run(args, at_prefix=True, check=False), ignored=True, limit=limit
-        )
+        out = read_status(lambda args: _run_status(ctx, args), ignored=True, limit=limit)
     except git.GitError as failed:
         raise UnknownStateError(str(failed)) from failed
     state = State(toplevel=ctx.toplevel or "")
@@ -503,6 +504,31 @@ def hidden_changes(ctx: Context, state: State, limit: list[str] | None) -> None:
             state.entries[e.path] = e
 
 
+def _run_status(ctx: Context, args: list[str]) -> git.Result:
+    """``git status`` as the command sees it. With HEAD naming no commit at all (the zero
+    id: git then switches branches as if HEAD were unborn), status fails ("bad object
+    HEAD"); it is asked again through a private git dir whose HEAD is unborn and which
+    shares everything else (objects, refs, config, the real index, read-only)."""
+    res = ctx.run(args, at_prefix=True, check=False)
+    if res.returncode == 0 or ctx.head() is not None or not ctx.toplevel:
+        return res
+    if b"HEAD" not in res.stderr:
+        return res
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="guards-head-") as private:
+        with open(os.path.join(private, "HEAD"), "w", encoding="ascii") as f:
+            f.write("ref: refs/heads/guards-unborn-head\n")
+        common = ctx.run(["rev-parse", "--git-common-dir"]).stdout.decode().strip()
+        with open(os.path.join(private, "commondir"), "w", encoding="utf-8") as f:
+            f.write(os.path.join(ctx.toplevel, common) + "\n")
+        index = ctx.env.get("GIT_INDEX_FILE") or os.path.join(ctx.git_dir, "index")
+        env = {**ctx.env, "GIT_DIR": private, "GIT_INDEX_FILE": index}
+        cwd = os.path.join(ctx.toplevel, ctx.prefix) if ctx.prefix else ctx.toplevel
+        again = git.run(args, cwd=cwd, env=env, check=False)
+    return again if again.returncode == 0 else res
+
+
 def files_under(toplevel: str, rel_dir: str) -> Iterable[str]:
     """Every file and symlink below a directory, those of nested repositories too (their
     ``.git`` left out: a gitdir link cannot be rescued as a path, and the repository it
@@ -564,7 +590,10 @@ class Target:
         if oid is None or oid == head:
             return
         empty = empty_tree(ctx.object_format)
-        out = ctx.out(["diff-tree", "-r", "-z", "--no-renames", head or empty, oid])
+        # "--": an untracked file may be named like a commit id (git would say ambiguous).
+        # No submodule config either: diffing a gitlink reads .gitmodules (t7406).
+        diff = ["diff-tree", "-r", "-z", "--no-renames", "--ignore-submodules=none"]
+        out = ctx.out([*diff, head or empty, oid, "--"])
         records = git.zsplit(out)
         for meta, path in zip(records[::2], records[1::2], strict=False):
             f = meta[1:].split(b" ")

@@ -14,17 +14,21 @@ from guards import git
 from guards.errors import UnknownStateError
 from guards.git.objects import empty_tree
 from guards.git.quoting import parse_clean_output
-from guards.predict.blast.radius import BlastRadius, GitRefuses, LossKind, everything
+from guards.predict.blast.radius import BlastRadius, CannotTell, GitRefuses, LossKind, everything
 from guards.predict.blast.rules import (
+    TWO_WAY,
     Losses,
     branch_reset_loss,
     collisions,
+    head_move_loss,
+    hidden_in_the_way,
     hidden_overwritten,
     ix,
     keep,
     merge_mode,
     moved,
     occupied_elsewhere,
+    one_way_refused,
     operation_in_progress,
     r1,
     r3,
@@ -33,6 +37,7 @@ from guards.predict.blast.rules import (
     r6,
     r7,
     stash_resets,
+    switch_refused,
     tracked_entries,
     wi,
     wt,
@@ -44,14 +49,14 @@ from guards.predict.blast.state import (
     pathspec_args,
     read_state,
 )
-from guards.predict.cmdline import clean_force, stash_action
+from guards.predict.cmdline import applies, clean_force, stash_action
 from guards.predict.options import parse_options
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from guards.predict.blast.state import Context, Entry
+    from guards.predict.blast.state import Context, Entry, State
     from guards.predict.options import Options
 
 
@@ -78,12 +83,17 @@ def _reset(ctx: Context, args: list[str]) -> BlastRadius:
         raise GitRefuses("reset")  # more than one revision before "--"
     name, pathspec = split
     head = ctx.head()
+    if head is None and name is None and not pathspec and _head_is_broken(ctx):
+        raise GitRefuses("reset")  # "Could not parse object 'HEAD'."
     x_oid = ctx.rev(name) if name else head
     if name and x_oid is None:
         x_oid = ctx.rev(name, "tree")
         if x_oid is None:
             return BlastRadius(worktree=ctx.toplevel, losses=[])  # git: unknown revision
     losses = Losses()
+    moves_head = not pathspec and not o.given("pathspec-from-file") and x_oid != head
+    # The commits HEAD leaves behind (reset HEAD~N), when no ref but a reflog keeps them.
+    commits = head_move_loss(ctx, x_oid) if moves_head and name and ctx.rev(name) else []
     if o.has("hard") or o.has("merge") or o.has("keep"):
         if pathspec or o.given("pathspec-from-file"):
             return BlastRadius(worktree=ctx.toplevel, losses=[])  # git refuses
@@ -97,18 +107,35 @@ def _reset(ctx: Context, args: list[str]) -> BlastRadius:
             r5(state, target, losses)
         else:
             keep(state, target, losses)
-        return losses.radius(ctx, state)
+        if _refused(o, state, target):
+            commits = []
+        return losses.radius(ctx, state, commits=commits)
     limit = pathspec_args(ctx, o, pathspec)
     state = read_state(ctx, limit, hash_work=False)  # R4 compares with the index only
     r4(state, Target(ctx, x_oid, head), losses)
-    return losses.radius(ctx)
+    return losses.radius(ctx, commits=commits)
+
+
+def _head_is_broken(ctx: Context) -> bool:
+    """HEAD names no commit and is no unborn branch either (the zero id, say)."""
+    return ctx.run(["symbolic-ref", "-q", "HEAD"], check=False).returncode != 0
+
+
+def _refused(o: Options, state: State, target: Target) -> bool:
+    """Whether git refuses ``reset --hard/--merge/--keep`` (HEAD then stays)."""
+    if o.has("hard"):
+        return hidden_in_the_way(state, target)
+    if o.has("merge"):
+        return one_way_refused(state, target)
+    slots = occupied_elsewhere(state, target, TWO_WAY)
+    return switch_refused(state, target) or bool(collisions(state.untracked, slots))
 
 
 def _checkout(ctx: Context, args: list[str]) -> BlastRadius:
     o = command_options(ctx, "checkout", args)
     head = ctx.head()
     pathmode = (
-        o.after_dashdash is not None
+        bool(o.after_dashdash)  # `checkout X --` with no path switches branches
         or o.given("pathspec-from-file")
         or (o.has("patch") and not o.given("b") and not o.given("B"))
     )
@@ -491,6 +518,76 @@ def _mv(ctx: Context, args: list[str]) -> BlastRadius:
     return losses.radius(ctx)
 
 
+def _checkout_index(ctx: Context, args: list[str]) -> BlastRadius:
+    """``checkout-index -f`` writes index entries over their files: R3 for the paths
+    named (``-a``: all; ``--stdin``: unreadable, so all). Without ``-f`` git never
+    overwrites a file; ``--prefix`` writes elsewhere (cannot tell where: everything),
+    ``--temp`` into new temporary files."""
+    o = command_options(ctx, "checkout-index", args)
+    if not o.has("force") or o.has("temp") or ctx.toplevel is None:
+        return BlastRadius(worktree=ctx.toplevel, losses=[])
+    if o.value("prefix"):
+        raise CannotTell("checkout-index --prefix")
+    paths = [*o.positionals, *(o.after_dashdash or [])]
+    if not paths and not o.has("all") and not o.has("stdin"):
+        return BlastRadius(worktree=ctx.toplevel, losses=[])
+    limit = None if o.has("all") or o.has("stdin") else ["--", *(f":(literal){p}" for p in paths)]
+    state = read_state(ctx, limit)
+    losses = Losses()
+    r3(state, losses, ignore_skip_worktree=o.has("ignore-skip-worktree-bits"))
+    if o.has("no-create"):
+        losses.kinds = {p: k for p, k in losses.kinds.items() if LossKind.WORKTREE in k}
+    return losses.radius(ctx, state)
+
+
+def _apply(ctx: Context, args: list[str]) -> BlastRadius:
+    """``git apply`` rewrites the files its patch touches (``--cached``: their staged
+    versions; ``--index``: both): their uncommitted content is not in the result as it
+    was (``apply -R`` of the work tree's own diff removes it). The patch's paths are
+    read by git itself (``--numstat`` with the same options); a patch on stdin cannot
+    be read without stealing git's input, so every dirty path counts."""
+    o = command_options(ctx, "apply", args)
+    if not applies(o) or ctx.toplevel is None:
+        return BlastRadius(worktree=ctx.toplevel, losses=[])
+    patches = [*o.positionals, *(o.after_dashdash or [])]
+    if not patches or "-" in patches:
+        raise CannotTell("apply reads its patch from stdin")
+    drop = {"--apply", "--check", "--stat", "--summary", "--numstat", "-z", "--reject"}
+    res = ctx.run(
+        ["apply", *(a for a in args if a not in drop), "--numstat", "-z"],
+        at_prefix=True,
+        check=False,
+    )
+    if res.returncode != 0:
+        raise GitRefuses("apply")  # the patch does not parse: git says so, changing nothing
+    touched: set[str] = set()
+    records = git.zsplit(res.stdout)
+    i = 0
+    while i < len(records):
+        rec = records[i]
+        path = rec.split(b"\t", 2)[-1]
+        if path:
+            touched.add(os.fsdecode(path))
+            i += 1
+        else:  # a rename: "added\tdeleted\t", then the old and the new name
+            touched.update(os.fsdecode(r) for r in records[i + 1 : i + 3])
+            i += 3
+    state = read_state(ctx)
+    losses = Losses()
+    cached, index = o.has("cached"), o.has("index")
+    if index and any(e.path in touched and wi(e) for e in tracked_entries(state)):
+        raise GitRefuses("apply")  # "does not match index"
+    for e in tracked_entries(state):
+        if e.path not in touched:
+            continue
+        # A version survives where the other side (index or file) still holds it.
+        if not cached and wt(e, e.head) and (index or wi(e)):
+            losses.add(e.path, LossKind.WORKTREE)
+        if (cached or index) and ix(e, e.head) and (index or wi(e)):
+            losses.add(e.path, LossKind.STAGED)
+    return losses.radius(ctx)
+
+
 HANDLERS: dict[str, Callable[[Context, list[str]], BlastRadius]] = {
     "reset": _reset,
     "checkout": _checkout,
@@ -500,4 +597,6 @@ HANDLERS: dict[str, Callable[[Context, list[str]], BlastRadius]] = {
     "stash": _stash,
     "rm": _rm,
     "mv": _mv,
+    "checkout-index": _checkout_index,
+    "apply": _apply,
 }
