@@ -69,3 +69,36 @@ def test_license_and_changelog_name_the_release() -> None:
     assert licence.startswith("MIT License") and "the guards authors" in licence
     assert re.search(rf"^## {re.escape(version)}\b", changelog, re.MULTILINE)
     assert f"v{version}" in changelog or "v<version>" in changelog
+
+
+def test_distribution_name_is_git_guards_and_the_command_guards() -> None:
+    config = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+    assert config["project"]["name"] == "git-guards"
+    assert config["project"]["scripts"] == {"guards": "guards.main:main"}
+
+
+def _readme_setup_commands() -> list[str]:
+    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Set-up") : readme.index("## Concepts in one minute")]
+    return re.findall(r"```sh\n(.*?)\n```", section, re.DOTALL)
+
+
+def test_readme_set_up_never_installs_into_the_system_python() -> None:
+    demo, tests = _readme_setup_commands()
+
+    # PEP 668: a stock Debian/Ubuntu python3 refuses `pip install`; both commands make a
+    # virtual environment first, and the demo leaves `guards` on PATH.
+    assert demo.startswith("python3 -m venv ") and demo.endswith("&& guards demo")
+    assert "ln -sf" in demo and "/.local/bin/guards" in demo
+    assert tests.startswith("python3 -m venv .venv && . .venv/bin/activate && ")
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    _, tests = _readme_setup_commands()
+    ci = (PROJECT_ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    install, _, pytest_command = tests.rpartition(" && ")
+
+    assert install.endswith("python3 -m pip install -e '.[test]'")
+    assert "-e '.[test]'" in ci
+    assert re.search(rf"^{re.escape(pytest_command)}$", ci, re.MULTILINE)
