@@ -76,7 +76,8 @@ def test_claude_user_install_writes_the_home_settings(repo: Path, hermetic_seal:
     settings = hermetic_seal / ".claude/settings.json"
     hook = json.loads(settings.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]
     assert hook["type"] == "command"
-    assert hook["command"].endswith("-m guards.commands.agent_hook claude")
+    assert hook["command"] == harness_settings.hook_command("claude")
+    assert "-m guards.commands.agent_hook claude" in hook["command"]
     assert not (repo / ".claude").exists()
     assert run_guards("uninstall", "--claude", "--user", cwd=repo).returncode == 0
     assert json.loads(settings.read_text()) == {}
@@ -89,7 +90,8 @@ def test_codex_install_writes_hooks_json_with_apply_patch(repo: Path) -> None:
     assert our_commands(doc)["PostToolUse"] == ["Bash|apply_patch"]
     # Codex 0.171 sends SessionEnd, and clamps (and reports) a timeout over 3 s.
     assert doc["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] == 3
-    assert doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"].endswith("agent_hook codex")
+    command = doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    assert command == harness_settings.hook_command("codex")
 
 
 def test_plain_uninstall_also_takes_our_project_hooks_out(repo: Path) -> None:
