@@ -109,7 +109,7 @@ def test_install_again_repairs_harness_hooks_of_another_interpreter(repo: Path) 
     hook = {"type": "command", "command": old, "timeout": 60}
     settings.write_text(json.dumps({"hooks": {"SessionEnd": [{"hooks": [hook]}]}}))
 
-    res = run_guards("install", "--claude", "--no-aliases", cwd=repo)
+    res = run_guards("install", "--claude", "--shared", "--no-aliases", cwd=repo)
 
     assert res.returncode == 0, res.stderr
     doc = json.loads(settings.read_text())

@@ -50,7 +50,7 @@ def _run(repo: Path, argv: list[str], path: str, **env: str) -> subprocess.Compl
 
 
 def _claude_pre_tool_use(repo: Path) -> str:
-    settings = json.loads((repo / ".claude/settings.json").read_text())
+    settings = json.loads((repo / ".claude/settings.local.json").read_text())
     group = settings["hooks"]["PreToolUse"][0]
     return str(group["hooks"][0]["command"])
 

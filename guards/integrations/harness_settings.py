@@ -89,9 +89,20 @@ def hook_command(harness: str) -> str:
     return f"sh -c {shlex.quote(script)}"
 
 
-def settings_path(harness: str, scope: str, project_dir: Path | None) -> Path:
-    """Where ``harness`` reads hooks for ``scope`` ("project" or "user")."""
+#: Claude Code's personal project settings: read like settings.json, but never meant to be
+#: committed (the hook command holds one person's interpreter path).
+CLAUDE_LOCAL = "settings.local.json"
+
+
+def settings_path(
+    harness: str, scope: str, project_dir: Path | None, *, shared: bool = False
+) -> Path:
+    """Where ``harness`` reads hooks for ``scope`` ("project" or "user"). In a project,
+    Claude Code's personal ``settings.local.json`` unless ``shared`` (the team's
+    ``settings.json``); Codex and Gemini CLI have one project file."""
     folder, name = FOLDERS[harness]
+    if harness == "claude" and scope == "project" and not shared:
+        name = CLAUDE_LOCAL
     if scope == "user":
         if harness == "codex" and os.environ.get("CODEX_HOME"):
             return Path(os.environ["CODEX_HOME"]) / name
