@@ -280,3 +280,41 @@ def plan_remove_shim(directory: Path, manifest: Path) -> list[Step]:
         )
 
     return [Step(f"remove the git shim {target}", apply)]
+
+
+# -- what an installed artifact will run ----------------------------------------------------
+
+_RECORDED = (
+    re.compile(r"guards_python=(\S+)\nguards_package=(\S+)\n"),
+    re.compile(
+        r"\[ -x ('(?:[^']|'\"'\"')*'|[^\s\"]+) \] && \[ -f ('(?:[^']|'\"'\"')*'|[^\s\"]+) \]"
+    ),
+)
+_OLD_RECORDED = re.compile(r"^!?(\S+) -m guards[. ]")
+
+
+def artifact_runner(text: str) -> tuple[str, str | None]:
+    """Which guards an installed artifact's text (alias value, shim, hook script, harness
+    command) will run now: ``("recorded", python)`` when its recorded interpreter still
+    has guards, ``("path", guards_on_path)`` when it falls back to PATH, ``("gone",
+    python)`` when it will refuse; ``python`` is what it recorded (None: not found)."""
+    python, marker = None, None
+    for pattern in _RECORDED:
+        m = pattern.search(text)
+        if m:
+            python, marker = (shlex.split(m.group(i))[0] for i in (1, 2))
+            break
+    if python is None:
+        old = _OLD_RECORDED.search(text)
+        if old:  # written by an older guards: no PATH fallback at all
+            python = shlex.split(old.group(1))[0]
+            ok = os.access(python, os.X_OK)
+            return ("recorded", python) if ok else ("gone", python)
+    if python is not None and marker is not None and recorded_is_usable(python, marker):
+        return "recorded", python
+    import shutil
+
+    on_path = shutil.which("guards")
+    if on_path is not None:
+        return "path", on_path
+    return "gone", python
