@@ -5,6 +5,7 @@
 # starts); the others go through `guards run`, which rescues other writers' work first.
 # GUARDS_DISABLE=1 sends everything straight to git.
 guards_python=@GUARDS_PYTHON@
+guards_package=@GUARDS_PACKAGE@
 guards_shim_dir=@GUARDS_SHIM_DIR@
 
 # The real git: $GUARDS_REAL_GIT, else the next `git` on PATH that is not a guards shim
@@ -95,12 +96,11 @@ esac
 
 # Only commands that may destroy work (or may be aliases) get this far: the shell never
 # even parses what follows for the everyday commands above.
+# guards itself: the interpreter recorded at install while the guards package it ran from
+# is still there, else `guards` on PATH (a venv recreated, pipx reinstalled), else refuse.
 guards_run() {
-  if [ ! -x "$guards_python" ]; then
-    echo "guards-shim: refusing \`git $guards_sub\`: guards cannot run ($guards_python is missing); to run git without guards: GUARDS_DISABLE=1 git ..." >&2
-    exit 20
-  fi
-  GUARDS_REAL_GIT=$guards_git exec "$guards_python" -c '
+  if [ -x "$guards_python" ] && [ -f "$guards_package" ]; then
+    GUARDS_REAL_GIT=$guards_git exec "$guards_python" -c '
 import sys
 try:
     from guards.commands.run import main
@@ -109,6 +109,13 @@ except Exception as e:
     sys.exit(20)
 sys.exit(main(sys.argv[1:]))
 ' "$@"
+  fi
+  guards_cmd=$(command -v guards 2>/dev/null) || guards_cmd=
+  case $guards_cmd in
+    /*) GUARDS_REAL_GIT=$guards_git exec "$guards_cmd" run -- "$@" ;;
+  esac
+  echo "guards-shim: refusing \`git $guards_sub\`: guards cannot run ($guards_python is gone or no longer has guards, and no guards is on PATH); reinstall git-guards and run guards install --shim $guards_shim_dir again; to run git without guards: GUARDS_DISABLE=1 git ..." >&2
+  exit 20
 }
 
 case $guards_sub in

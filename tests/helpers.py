@@ -119,3 +119,25 @@ def commit_file(repo: Path, name: str, content: str) -> str:
     git(repo, "add", name)
     git(repo, "commit", "-q", "-m", name)
     return head(repo)
+
+
+def path_without_guards(path: str | None = None) -> str:
+    """PATH without the directories that hold a ``guards`` command: installed artifacts
+    fall back to ``guards`` on PATH when their recorded interpreter is gone, so a test
+    of "guards is gone" must hide every installed one."""
+    dirs = (os.environ["PATH"] if path is None else path).split(os.pathsep)
+    return os.pathsep.join(
+        d for d in dirs if d and not os.access(os.path.join(d, "guards"), os.X_OK)
+    )
+
+
+def guards_command_dir(directory: Path) -> Path:
+    """A directory holding a ``guards`` command that runs this checkout's guards (as a
+    pipx or venv install on PATH would), for tests of the PATH fallback."""
+    directory.mkdir(parents=True, exist_ok=True)
+    script = directory / "guards"
+    script.write_text(
+        f'#!/bin/sh\nPYTHONPATH={PROJECT_ROOT} exec "{sys.executable}" -m guards "$@"\n'
+    )
+    script.chmod(0o755)
+    return directory

@@ -37,7 +37,7 @@ def test_claude_project_install_merges_and_uninstall_restores_the_users_file(
     settings = repo / ".claude/settings.json"
     settings.parent.mkdir()
     settings.write_text(json.dumps(USERS_OWN, indent=2))
-    res = run_guards("install", "--claude", "--no-aliases", cwd=repo)
+    res = run_guards("install", "--claude", "--shared", "--no-aliases", cwd=repo)
     assert res.returncode == 0, res.stderr
     doc = json.loads(settings.read_text())
     assert our_commands(doc) == {
@@ -50,7 +50,7 @@ def test_claude_project_install_merges_and_uninstall_restores_the_users_file(
     }
     assert doc["hooks"]["PreToolUse"][0] == USERS_OWN["hooks"]["PreToolUse"][0]
     assert doc["model"] == "opus" and doc["permissions"] == USERS_OWN["permissions"]
-    again = run_guards("install", "--claude", "--no-aliases", cwd=repo)
+    again = run_guards("install", "--claude", "--shared", "--no-aliases", cwd=repo)
     assert again.stdout == "nothing to do: already set up\n"
     res = run_guards("uninstall", "--claude", cwd=repo)
     assert res.returncode == 0, res.stderr
@@ -60,7 +60,7 @@ def test_claude_project_install_merges_and_uninstall_restores_the_users_file(
 def test_reinstall_adds_the_events_a_newer_guards_hooks(repo: Path) -> None:
     """Settings written by an older guards lack PostToolUseFailure: install adds it alone."""
     assert run_guards("install", "--claude", "--no-aliases", cwd=repo).returncode == 0
-    settings = repo / ".claude/settings.json"
+    settings = repo / ".claude/settings.local.json"
     doc = json.loads(settings.read_text())
     del doc["hooks"]["PostToolUseFailure"]
     settings.write_text(json.dumps(doc))
@@ -76,7 +76,8 @@ def test_claude_user_install_writes_the_home_settings(repo: Path, hermetic_seal:
     settings = hermetic_seal / ".claude/settings.json"
     hook = json.loads(settings.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]
     assert hook["type"] == "command"
-    assert hook["command"].endswith("-m guards.commands.agent_hook claude")
+    assert hook["command"] == harness_settings.hook_command("claude")
+    assert "-m guards.commands.agent_hook claude" in hook["command"]
     assert not (repo / ".claude").exists()
     assert run_guards("uninstall", "--claude", "--user", cwd=repo).returncode == 0
     assert json.loads(settings.read_text()) == {}
@@ -89,14 +90,15 @@ def test_codex_install_writes_hooks_json_with_apply_patch(repo: Path) -> None:
     assert our_commands(doc)["PostToolUse"] == ["Bash|apply_patch"]
     # Codex 0.171 sends SessionEnd, and clamps (and reports) a timeout over 3 s.
     assert doc["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] == 3
-    assert doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"].endswith("agent_hook codex")
+    command = doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    assert command == harness_settings.hook_command("codex")
 
 
 def test_plain_uninstall_also_takes_our_project_hooks_out(repo: Path) -> None:
     assert run_guards("install", "--claude", "--codex", cwd=repo).returncode == 0
     res = run_guards("uninstall", cwd=repo)
     assert res.returncode == 0, res.stderr
-    assert json.loads((repo / ".claude/settings.json").read_text()) == {}
+    assert json.loads((repo / ".claude/settings.local.json").read_text()) == {}
     assert json.loads((repo / ".codex/hooks.json").read_text()) == {}
 
 
@@ -111,7 +113,7 @@ def test_invalid_settings_are_left_alone_with_a_one_line_error(repo: Path) -> No
     settings = repo / ".claude/settings.json"
     settings.parent.mkdir()
     settings.write_text("{ not json")
-    res = run_guards("install", "--claude", "--no-aliases", cwd=repo)
+    res = run_guards("install", "--claude", "--shared", "--no-aliases", cwd=repo)
     assert res.returncode != 0
     assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
     assert settings.read_text() == "{ not json"
@@ -174,3 +176,37 @@ def test_gemini_install_writes_settings_json_in_milliseconds_and_warns_of_trust(
     res = run_guards("uninstall", "--gemini", cwd=repo)
     assert res.returncode == 0, res.stderr
     assert json.loads((repo / ".gemini/settings.json").read_text()) == {}
+
+
+def test_claude_install_writes_the_personal_settings_and_says_what_it_set_up(
+    repo: Path,
+) -> None:
+    res = run_guards("install", "--claude", cwd=repo)
+
+    assert res.returncode == 0, res.stderr
+    assert not (repo / ".claude/settings.json").exists()  # the file teams commit
+    personal = repo / ".claude/settings.local.json"
+    assert our_commands(json.loads(personal.read_text()))["PreToolUse"] == ["Bash"]
+    lines = res.stdout.splitlines()
+    subs = ("reset", "stash", "switch", "checkout", "restore", "clean")
+    assert [line.split(" (")[0] for line in lines[:6]] == [f"set alias.safe-{s}" for s in subs]
+    assert lines[6] == (
+        "add the guards claude hooks (PreToolUse, PostToolUse, PostToolUseFailure, "
+        f"SessionStart, UserPromptSubmit, SessionEnd) to {personal}"
+    )
+    assert len(lines) == 7
+    assert "settings.local.json is not ignored by git" in res.stderr
+    (repo / ".gitignore").write_text(".claude/settings.local.json\n")
+    assert run_guards("uninstall", "--claude", cwd=repo).returncode == 0
+    again = run_guards("install", "--claude", "--no-aliases", cwd=repo)
+    assert again.returncode == 0 and again.stderr == ""
+
+
+def test_claude_shared_install_writes_the_team_settings(repo: Path) -> None:
+    res = run_guards("install", "--claude", "--shared", "--no-aliases", cwd=repo)
+
+    assert res.returncode == 0, res.stderr
+    assert not (repo / ".claude/settings.local.json").exists()
+    shared = repo / ".claude/settings.json"
+    assert our_commands(json.loads(shared.read_text()))["SessionEnd"] == [""]
+    assert res.stderr == ""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from guards.integrations.harness_settings import hook_command
 from guards.integrations.installation import SAFE_ALIASES, alias_value
 from tests.helpers import git, run_guards
 
@@ -86,3 +88,30 @@ def test_outside_a_repository_aliases_need_global(tmp_path: Path) -> None:
 def test_uninstall_with_nothing_installed_says_so(repo: Path) -> None:
     res = run_guards("uninstall", cwd=repo)
     assert res.returncode == 0 and "nothing to remove" in res.stdout
+
+
+def test_install_again_repairs_aliases_an_older_guards_or_interpreter_wrote(repo: Path) -> None:
+    old = "!/gone/venv/bin/python3 -m guards run --alias -- reset"
+    git(repo, "config", "alias.safe-reset", old)
+
+    res = run_guards("install", cwd=repo)
+
+    assert res.returncode == 0, res.stderr
+    assert "update alias.safe-reset (local git config)" in res.stdout
+    assert "keep your own" not in res.stdout
+    assert aliases(repo)["safe-reset"] == alias_value("reset")
+
+
+def test_install_again_repairs_harness_hooks_of_another_interpreter(repo: Path) -> None:
+    settings = repo / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    old = "/gone/venv/bin/python3 -m guards.commands.agent_hook claude"
+    hook = {"type": "command", "command": old, "timeout": 60}
+    settings.write_text(json.dumps({"hooks": {"SessionEnd": [{"hooks": [hook]}]}}))
+
+    res = run_guards("install", "--claude", "--shared", "--no-aliases", cwd=repo)
+
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(settings.read_text())
+    commands = [h["command"] for g in doc["hooks"]["SessionEnd"] for h in g["hooks"]]
+    assert commands == [hook_command("claude")]

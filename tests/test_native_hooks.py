@@ -20,7 +20,15 @@ from guards.integrations.native_hooks import (
     render_script,
     uninstall_native_hooks,
 )
-from tests.helpers import attributed, commit_file, git, head, make_repo, record
+from tests.helpers import (
+    attributed,
+    commit_file,
+    git,
+    head,
+    make_repo,
+    path_without_guards,
+    record,
+)
 
 USER_HOOK = b"""#!/bin/sh
 # the user's own hook
@@ -337,6 +345,9 @@ def test_a_missing_guards_warns_and_never_blocks_git(repo: Path, tmp_path: Path)
     hook.write_bytes(render_script("pre-commit", python=str(tmp_path / "no-such-python")))
     (repo / "README").write_text("again\n")
     git(repo, "add", "README")
-    gone = run_git(repo, "commit", "-q", "-m", "y")
+    env["PATH"] = path_without_guards()
+    gone = subprocess.run(
+        ["git", "commit", "-q", "-m", "y"], cwd=repo, env=env, capture_output=True, check=False
+    )
     assert gone.returncode == 0, gone.stderr
     assert b"guards is not installed" in gone.stderr

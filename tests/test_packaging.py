@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import re
 import sys
 
 from tests.helpers import PROJECT_ROOT
@@ -21,3 +23,82 @@ def test_every_package_directory_is_listed_in_pyproject() -> None:
     }
     assert found - listed == set()
     assert "guards_hooks" in listed
+
+
+def _runtime_imports() -> set[str]:
+    """Top-level modules that the shipped code imports, besides the standard library."""
+    found: set[str] = set()
+    for source in [
+        *(PROJECT_ROOT / "guards").rglob("*.py"),
+        *(PROJECT_ROOT / "hooks").rglob("*.py"),
+    ]:
+        tree = ast.parse(source.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module.split(".")[0])
+    return {
+        name
+        for name in found
+        if name not in sys.stdlib_module_names and name not in {"guards", "guards_hooks"}
+    }
+
+
+def test_runtime_dependencies_are_exactly_what_the_runtime_imports() -> None:
+    config = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    declared = {
+        re.split(r"[<>=!~;\[ ]", dep, maxsplit=1)[0].replace("-", "_").lower()
+        for dep in config["project"]["dependencies"]
+    }
+
+    assert declared == _runtime_imports()
+    assert "pre_commit" not in declared
+    assert any(
+        d.startswith("pre-commit") for d in config["project"]["optional-dependencies"]["test"]
+    )
+
+
+def test_license_and_changelog_name_the_release() -> None:
+    config = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    version = config["project"]["version"]
+    changelog = (PROJECT_ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    licence = (PROJECT_ROOT / "LICENSE").read_text(encoding="utf-8")
+
+    assert config["project"]["license"] == {"text": "MIT"}
+    assert licence.startswith("MIT License") and "the guards authors" in licence
+    assert re.search(rf"^## {re.escape(version)}\b", changelog, re.MULTILINE)
+    assert f"v{version}" in changelog or "v<version>" in changelog
+
+
+def test_distribution_name_is_git_guards_and_the_command_guards() -> None:
+    config = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+    assert config["project"]["name"] == "git-guards"
+    assert config["project"]["scripts"] == {"guards": "guards.main:main"}
+
+
+def _readme_setup_commands() -> list[str]:
+    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Set-up") : readme.index("## Concepts in one minute")]
+    return re.findall(r"```sh\n(.*?)\n```", section, re.DOTALL)
+
+
+def test_readme_set_up_never_installs_into_the_system_python() -> None:
+    demo, tests = _readme_setup_commands()
+
+    # PEP 668: a stock Debian/Ubuntu python3 refuses `pip install`; both commands make a
+    # virtual environment first, and the demo leaves `guards` on PATH.
+    assert demo.startswith("python3 -m venv ") and demo.endswith("&& guards demo")
+    assert "ln -sf" in demo and "/.local/bin/guards" in demo
+    assert tests.startswith("python3 -m venv .venv && . .venv/bin/activate && ")
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    _, tests = _readme_setup_commands()
+    ci = (PROJECT_ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    install, _, pytest_command = tests.rpartition(" && ")
+
+    assert install.endswith("python3 -m pip install -e '.[test]'")
+    assert "-e '.[test]'" in ci
+    assert re.search(rf"^{re.escape(pytest_command)}$", ci, re.MULTILINE)

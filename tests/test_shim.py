@@ -14,7 +14,7 @@ import pytest
 from guards.integrations.installation import shim_text
 from guards.predict.cmdline import DESTRUCTIVE_SUBCOMMANDS
 from tests.guarded import install_aliases, install_shim, run_via
-from tests.helpers import git, run_guards
+from tests.helpers import git, path_without_guards, run_guards
 
 BOB = {"GUARDS_SESSION": "bob"}
 
@@ -117,7 +117,8 @@ def test_passthrough_starts_no_python(busy_repo: Path, tmp_path: Path) -> None:
     res = run_via("shim", ["status", "--short"], busy_repo, shim_dir=directory)
     assert res.returncode == 0 and b"README" in res.stdout
     # ... and refuses a destructive one in one line, naming the bypass.
-    res = run_via("shim", ["reset", "--hard"], busy_repo, shim_dir=directory)
+    no_guards = {"PATH": path_without_guards()}
+    res = run_via("shim", ["reset", "--hard"], busy_repo, shim_dir=directory, env=no_guards)
     assert res.returncode == 20
     assert res.stderr.decode().count("\n") == 1 and b"GUARDS_DISABLE=1" in res.stderr
     assert (busy_repo / "README").read_text() == "dirty\n"
@@ -255,7 +256,9 @@ def test_shim_routes_every_destructive_subcommand_to_guards(
     (directory / "git").chmod(0o755)
     for sub, args in DESTRUCTIVE_FORMS.items():
         for form in (args, ["-C", ".", *args]):
-            res = run_via("shim", form, busy_repo, shim_dir=directory)
+            res = run_via(
+                "shim", form, busy_repo, shim_dir=directory, env={"PATH": path_without_guards()}
+            )
             assert res.returncode == 20 and b"guards cannot run" in res.stderr, (sub, form)
     # The harmless forms of the same commands do not need guards at all.
     more_forms = (

@@ -40,6 +40,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="native git hooks in this repository (for people without pre-commit)",
     )
     add_harness_arguments(parser, "merge our hooks into")
+    parser.add_argument(
+        "--shared",
+        action="store_true",
+        help="with --claude in a project: the team's .claude/settings.json (committed) "
+        "instead of your personal .claude/settings.local.json",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
 
 
@@ -61,13 +67,17 @@ def plan(args: argparse.Namespace) -> list[Step]:
         if repo is None:
             raise UsageError("--hooks needs a git repository")
         steps += hook_steps(repo, install=True)
-    steps += harness_steps(harnesses(args), args.harness_scope, repo, install=True)
+    steps += harness_steps(
+        harnesses(args), args.harness_scope, repo, install=True, shared=args.shared
+    )
     return steps
 
 
 def run(args: argparse.Namespace) -> int:
     steps = plan(args)
     execute(steps, args.dry_run)
+    if "claude" in harnesses(args) and not args.dry_run:
+        _report_personal_settings(args)
     if "gemini" in harnesses(args):
         _report_gemini_trust()
     if args.shim is not None and not args.dry_run:
@@ -86,3 +96,21 @@ def _report_gemini_trust() -> None:
     problem = gemini_trust_problem(Path(repo.toplevel))
     if problem is not None:
         warn(problem)
+
+
+def _report_personal_settings(args: argparse.Namespace) -> None:
+    """Personal settings hold one person's interpreter path: say so when git would let
+    them be committed."""
+    from guards.integrations.harness_settings import settings_path
+    from guards.output import warn
+
+    repo = repo_or_none()
+    if args.shared or args.harness_scope == "user" or repo is None or repo.toplevel is None:
+        return
+    path = settings_path("claude", "project", Path(repo.toplevel))
+    res = repo.run(["check-ignore", "-q", "--", str(path)], check=False)
+    if res.returncode == 1:
+        warn(
+            f"{path} is not ignored by git: add .claude/settings.local.json to .gitignore "
+            "so that your personal settings are never committed"
+        )

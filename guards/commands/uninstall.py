@@ -62,15 +62,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _project_harness_hooks(repo: Repo) -> list[Step]:
-    """Our hooks in this repository's .claude/settings.json, .codex/hooks.json and
-    .gemini/settings.json."""
+    """Our hooks in this repository's .claude/settings.local.json, .claude/settings.json,
+    .codex/hooks.json and .gemini/settings.json."""
     from guards.integrations import harness_settings
 
     if repo.toplevel is None:
         return []
     steps: list[Step] = []
     for harness in HARNESS_NAMES:
-        path = harness_settings.settings_path(harness, "project", Path(repo.toplevel))
-        if path.exists():
-            steps += harness_settings.plan_uninstall(harness, path)
+        for shared in (False, True):
+            path = harness_settings.settings_path(
+                harness, "project", Path(repo.toplevel), shared=shared
+            )
+            if path.exists() and (shared or harness == "claude"):
+                steps += harness_settings.plan_uninstall(harness, path)
     return steps

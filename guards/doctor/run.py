@@ -7,6 +7,12 @@ import time
 from collections.abc import Iterable
 
 from guards.config import Config
+from guards.doctor.effective import (
+    check_artifacts,
+    check_framework,
+    check_shim_on_path,
+    check_worktrees_dirty,
+)
 from guards.doctor.findings import Check, Context, Finding, Level
 from guards.doctor.ledger import (
     check_checkpoints,
@@ -36,6 +42,9 @@ SETUP_CHECKS: tuple[Check, ...] = (
     check_hooks_path,
     check_aliases,
     check_shim,
+    check_shim_on_path,
+    check_artifacts,
+    check_framework,
     check_config,
 )
 REPO_CHECKS: tuple[Check, ...] = (
@@ -49,6 +58,7 @@ REPO_CHECKS: tuple[Check, ...] = (
     check_rescues,
     check_operations,
     check_worktrees,
+    check_worktrees_dirty,
     check_graveyard,
 )
 
@@ -65,6 +75,7 @@ def _area_of(check: Check) -> str:
         check_rescues: "rescues",
         check_operations: "operations",
         check_worktrees: "worktrees",
+        check_worktrees_dirty: "worktrees",
         check_graveyard: "branches",
     }
     return areas.get(check, "setup")

@@ -22,14 +22,13 @@ import json
 import os
 import re
 import shlex
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from guards.errors import UsageError
 from guards.fsutil import KEEP_MODE, atomic_write
-from guards.integrations.installation import Step
+from guards.integrations.installation import Step, recorded_python, sh_prefers_recorded
 
 #: Recognises our hook commands, whichever python or spelling installed them.
 OURS = re.compile(r"guards(?:\.commands\.agent_hook| agent-hook) (?:claude|codex|gemini)\b")
@@ -74,13 +73,36 @@ FOLDERS = {
 
 
 def hook_command(harness: str) -> str:
-    """The command the harness runs: this python, our module (no argparse on the way)."""
-    return f"{shlex.quote(sys.executable)} -m guards.commands.agent_hook {harness}"
+    """The command the harness runs: the recorded python and our module (no argparse on
+    the way) while that python still has this guards, else ``guards`` on PATH, else exit
+    2 with one line (the harnesses block a tool call on 2 and show the line): never a
+    silent pass. Wrapped in ``sh -c`` so that a harness that splits the command itself
+    runs the same script as one that hands it to a shell."""
+    py = shlex.quote(recorded_python())
+    script = (
+        f"if {sh_prefers_recorded()}; then exec {py} -m guards.commands.agent_hook {harness}; "
+        f'fi; g=$(command -v guards) && exec "$g" agent-hook {harness}; '
+        f'echo "guards: the {harness} hook cannot run: guards is not installed any more '
+        f"({py} is gone or lost it) and no guards is on PATH; reinstall git-guards, or "
+        f'guards uninstall --{harness}" >&2; exit 2'
+    )
+    return f"sh -c {shlex.quote(script)}"
 
 
-def settings_path(harness: str, scope: str, project_dir: Path | None) -> Path:
-    """Where ``harness`` reads hooks for ``scope`` ("project" or "user")."""
+#: Claude Code's personal project settings: read like settings.json, but never meant to be
+#: committed (the hook command holds one person's interpreter path).
+CLAUDE_LOCAL = "settings.local.json"
+
+
+def settings_path(
+    harness: str, scope: str, project_dir: Path | None, *, shared: bool = False
+) -> Path:
+    """Where ``harness`` reads hooks for ``scope`` ("project" or "user"). In a project,
+    Claude Code's personal ``settings.local.json`` unless ``shared`` (the team's
+    ``settings.json``); Codex and Gemini CLI have one project file."""
     folder, name = FOLDERS[harness]
+    if harness == "claude" and scope == "project" and not shared:
+        name = CLAUDE_LOCAL
     if scope == "user":
         if harness == "codex" and os.environ.get("CODEX_HOME"):
             return Path(os.environ["CODEX_HOME"]) / name
@@ -110,13 +132,20 @@ def merge(doc: dict[str, Any], harness: str, command: str) -> list[str]:
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
             raise UsageError(f'the settings file has a "hooks.{event}" entry that is not a list')
-        present = any(
-            isinstance(g, dict)
-            and g.get("matcher") == matcher
-            and any(is_ours(h) for h in g.get("hooks") or [])
+        ours = [
+            h
             for g in groups
-        )
-        if present:
+            if isinstance(g, dict) and g.get("matcher") == matcher
+            for h in g.get("hooks") or []
+            if is_ours(h)
+        ]
+        if ours:
+            # An older install's command (another interpreter, the old form): repaired.
+            stale = [h for h in ours if h.get("command") != command]
+            for h in stale:
+                h["command"] = command
+            if stale:
+                added.append(event)
             continue
         group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
         timeout = EVENT_TIMEOUTS.get((harness, event), TIMEOUT) * TIMEOUT_UNIT.get(harness, 1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import sys
 from collections.abc import Callable
@@ -37,15 +38,63 @@ class Step:
     apply: Callable[[], None]
 
 
-def guards_command() -> str:
-    """How hooks, aliases and the shim start this very guards (robust to PATH)."""
-    return f"{shlex.quote(sys.executable)} -m guards"
+# -- how installed artifacts find guards -------------------------------------------------
+#
+# Aliases, the shim, native hooks and harness settings outlive the interpreter that
+# installed them (a venv recreated, a Python upgraded, pipx reinstalled). Each resolves
+# guards when it runs, in POSIX sh and without starting Python to do it: the recorded
+# interpreter while it is executable and the guards package it ran from is still there
+# (one stat), else the `guards` command on PATH, else it fails loudly, never silently
+# letting a destructive command through.
+
+
+def recorded_python() -> str:
+    """The interpreter that runs guards now, recorded in every installed artifact."""
+    return sys.executable
+
+
+def package_marker() -> str:
+    """A file of the guards package that runs now; its absence means that the recorded
+    interpreter no longer has this guards."""
+    return str(Path(__file__).resolve().parents[1] / "main.py")
+
+
+def recorded_is_usable(python: str, marker: str) -> bool:
+    """What the artifacts' shell test says: the recorded interpreter still runs guards."""
+    return os.access(python, os.X_OK) and os.path.isfile(python) and os.path.isfile(marker)
+
+
+def sh_prefers_recorded(python: str | None = None, marker: str | None = None) -> str:
+    """The shell test for the recorded interpreter (``[ -x PY ] && [ -f MARKER ]``)."""
+    py = shlex.quote(python or recorded_python())
+    mark = shlex.quote(marker or package_marker())
+    return f"[ -x {py} ] && [ -f {mark} ]"
 
 
 def alias_value(subcommand: str) -> str:
-    """``!... run --alias -- reset``: git runs it at the top level, and ``--alias`` tells
-    guards to go back to the user's directory (GIT_PREFIX) first."""
-    return f"!{guards_command()} run --alias -- {subcommand}"
+    """``!f() {...}; f``: git runs it at the top level with the user's arguments, and
+    ``--alias`` tells guards to go back to the user's directory (GIT_PREFIX) first."""
+    py = shlex.quote(recorded_python())
+    run = f'run --alias -- {subcommand} "$@"'
+    return (
+        f"!f() {{ if {sh_prefers_recorded()}; then {py} -m guards {run}; "
+        f"elif command -v guards >/dev/null 2>&1; then guards {run}; "
+        f'else echo "guards: refusing git safe-{subcommand}: guards is not installed any '
+        f"more ({py} is gone or lost it) and no guards is on PATH; reinstall git-guards, then "
+        f'guards install" >&2; return 20; fi; }}; f'
+    )
+
+
+#: Our alias values as older guards wrote them (the recorded interpreter, nothing else).
+_OLD_ALIAS = r"^!.+ -m guards run (?:--alias )?-- {sub}$"
+
+
+def is_our_alias(value: str, subcommand: str) -> bool:
+    """Whether an alias value is one guards wrote (this version's or an older one's)."""
+    if re.match(_OLD_ALIAS.format(sub=re.escape(subcommand)), value):
+        return True
+    ours = f"-m guards run --alias -- {subcommand} "
+    return value.startswith("!f() { if [ -x ") and ours in value
 
 
 # -- manifests ---------------------------------------------------------------------------
@@ -99,12 +148,14 @@ def plan_aliases(scope: str, cwd: Path | None, manifest: Path) -> list[Step]:
         existing = current_alias(scope, name, cwd)
         if existing == value:
             continue
-        if existing is not None:
+        if existing is not None and not is_our_alias(existing, sub):
             steps.append(Step(f"keep your own alias.{name} ({scope}): {existing}", lambda: None))
             continue
+        verb = "set" if existing is None else "update"
         steps.append(
             Step(
-                f"set alias.{name} ({scope}) = {value}",
+                f"{verb} alias.{name} ({scope} git config): `git {name} ...` runs "
+                f"`guards run -- {sub} ...`",
                 _set_alias(scope, name, value, cwd, manifest),
             )
         )
@@ -174,8 +225,10 @@ def shim_text(directory: Path) -> str:
         template = beside.read_text()
     else:
         template = resources.files("guards_hooks").joinpath("git-shim.sh").read_text()
-    return template.replace("@GUARDS_PYTHON@", shlex.quote(sys.executable)).replace(
-        "@GUARDS_SHIM_DIR@", shlex.quote(str(directory))
+    return (
+        template.replace("@GUARDS_PYTHON@", shlex.quote(recorded_python()))
+        .replace("@GUARDS_PACKAGE@", shlex.quote(package_marker()))
+        .replace("@GUARDS_SHIM_DIR@", shlex.quote(str(directory)))
     )
 
 
@@ -227,3 +280,41 @@ def plan_remove_shim(directory: Path, manifest: Path) -> list[Step]:
         )
 
     return [Step(f"remove the git shim {target}", apply)]
+
+
+# -- what an installed artifact will run ----------------------------------------------------
+
+_RECORDED = (
+    re.compile(r"guards_python=(\S+)\nguards_package=(\S+)\n"),
+    re.compile(
+        r"\[ -x ('(?:[^']|'\"'\"')*'|[^\s\"]+) \] && \[ -f ('(?:[^']|'\"'\"')*'|[^\s\"]+) \]"
+    ),
+)
+_OLD_RECORDED = re.compile(r"^!?(\S+) -m guards[. ]")
+
+
+def artifact_runner(text: str) -> tuple[str, str | None]:
+    """Which guards an installed artifact's text (alias value, shim, hook script, harness
+    command) will run now: ``("recorded", python)`` when its recorded interpreter still
+    has guards, ``("path", guards_on_path)`` when it falls back to PATH, ``("gone",
+    python)`` when it will refuse; ``python`` is what it recorded (None: not found)."""
+    python, marker = None, None
+    for pattern in _RECORDED:
+        m = pattern.search(text)
+        if m:
+            python, marker = (shlex.split(m.group(i))[0] for i in (1, 2))
+            break
+    if python is None:
+        old = _OLD_RECORDED.search(text)
+        if old:  # written by an older guards: no PATH fallback at all
+            python = shlex.split(old.group(1))[0]
+            ok = os.access(python, os.X_OK)
+            return ("recorded", python) if ok else ("gone", python)
+    if python is not None and marker is not None and recorded_is_usable(python, marker):
+        return "recorded", python
+    import shutil
+
+    on_path = shutil.which("guards")
+    if on_path is not None:
+        return "path", on_path
+    return "gone", python

@@ -8,12 +8,15 @@ runs it first, with the same arguments and the same stdin, and keeps its exit st
 ``uninstall_native_hooks`` removes exactly what the manifest (``native-hooks.json`` in
 the ledger directory) says was installed and renames the chained hook back.
 
-The script records ``sys.executable`` at install time and runs
-``<python> -m guards.commands.hook run <type>``. If guards is no longer importable
-there (or that Python is gone), the script prints one warning and lets git go on: a
-removed tool must not hold every commit hostage. ``guards hook`` itself never exits 1,
-so exit 1 (Python's "No module named ...") and 126/127 (no such interpreter) mean
-"guards is missing"; every other non-zero status from a pre-* hook blocks.
+The script records ``sys.executable`` and a file of the guards package it ran from at
+install time and runs ``<python> -m guards.commands.hook run <type>`` while both are
+there, else ``guards hook run <type>`` from PATH (installation: how installed artifacts
+find guards). If guards cannot be found, or is no longer importable there, a commit
+hook prints one warning and lets git go on (a removed tool must not hold every commit
+hostage; committing destroys nothing), while the pre-push hook refuses, naming
+``git push --no-verify``. ``guards hook`` itself never exits 1, so exit 1 (Python's "No
+module named ...") and 126/127 (no such interpreter) mean "guards is missing"; every
+other non-zero status from a pre-* hook blocks.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ import hashlib
 import json
 import os
 import shlex
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,7 @@ from typing import Any
 from guards.errors import GuardsError, UnknownStateError
 from guards.fsutil import EXECUTABLE, PRIVATE, atomic_write
 from guards.git.repo import Repo
+from guards.integrations.installation import package_marker, recorded_python
 
 #: git hook type -> what ``guards hook run`` does for it
 NATIVE_CHECKS: dict[str, str] = {
@@ -58,8 +61,11 @@ _TEMPLATE = """\
 {marker} {hook_type} (written by `guards install --hooks`; `guards uninstall` removes it)
 # Runs {checks}. A previous {hook_type} hook, kept as {hook_type}{suffix},
 # runs first with the same arguments and input; its exit status is kept.
-# If guards is gone, this hook warns and never blocks git.
+# guards: the recorded interpreter while the guards package it ran from is still there,
+# else `guards` on PATH. If guards is gone, a commit hook warns and lets git go on; the
+# pre-push hook refuses (a push can drop remote commits): git push --no-verify skips it.
 guards_python={python}
+guards_package={package}
 hook_type={hook_type}
 chained="$(dirname -- "$0")/$hook_type{suffix}"
 feeds_stdin={feeds_stdin}
@@ -74,13 +80,27 @@ if [ -f "$chained" ] && [ -x "$chained" ]; then
     status=$?
     case "$hook_type" in pre-*) [ "$status" -eq 0 ] || exit "$status" ;; esac
 fi
-run_with_input "$guards_python" -m guards.commands.hook run "$hook_type" "$@"
-guards_status=$?
+guards_cmd=$(command -v guards 2>/dev/null) || guards_cmd=
+if [ -x "$guards_python" ] && [ -f "$guards_package" ]; then
+    run_with_input "$guards_python" -m guards.commands.hook run "$hook_type" "$@"
+    guards_status=$?
+elif [ -n "$guards_cmd" ]; then
+    run_with_input "$guards_cmd" hook run "$hook_type" "$@"
+    guards_status=$?
+else
+    guards_status=127
+fi
 case "$guards_status" in
 0) ;;
 1|126|127)
+    if [ "$hook_type" = pre-push ]; then
+        echo "guards: refusing the push: guards is not installed any more ($guards_python," \\
+            "and no guards on PATH), so the push breaker cannot check it; reinstall" \\
+            "git-guards, or push without the check: git push --no-verify" >&2
+        exit 20
+    fi
     echo "guards: warning: guards is not installed for $guards_python any more;" \\
-        "the $hook_type hook checked nothing (reinstall guards, or run" \\
+        "the $hook_type hook checked nothing (reinstall git-guards, or run" \\
         "'guards uninstall' / remove $0)" >&2 ;;
 *) case "$hook_type" in pre-*) exit "$guards_status" ;; esac ;;
 esac
@@ -88,9 +108,10 @@ exit "$status"
 """
 
 
-def render_script(hook_type: str, python: str | None = None) -> bytes:
-    """The native hook script for ``hook_type``, running guards with ``python``."""
-    python = python or sys.executable
+def render_script(hook_type: str, python: str | None = None, package: str | None = None) -> bytes:
+    """The native hook script for ``hook_type``, running guards with ``python`` (while
+    ``package``, a file of its guards package, exists; else ``guards`` on PATH)."""
+    python = python or recorded_python()
     if not python:
         raise UnknownStateError("cannot tell which Python runs guards (sys.executable is empty)")
     return _TEMPLATE.format(
@@ -99,6 +120,7 @@ def render_script(hook_type: str, python: str | None = None) -> bytes:
         checks=NATIVE_CHECKS[hook_type],
         suffix=CHAINED_SUFFIX,
         python=shlex.quote(python),
+        package=shlex.quote(package or package_marker()),
         feeds_stdin="yes" if hook_type in STDIN_HOOKS else "no",
     ).encode()
 

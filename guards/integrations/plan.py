@@ -17,20 +17,33 @@ HARNESS_NAMES = ("claude", "codex", "gemini")
 
 
 def harness_steps(
-    harnesses: list[str], scope: str | None, repo: Repo | None, *, install: bool
+    harnesses: list[str],
+    scope: str | None,
+    repo: Repo | None,
+    *,
+    install: bool,
+    shared: bool = False,
 ) -> list[Step]:
     """The Claude Code / Codex / Gemini CLI settings changes asked for
     (integrations.harness_settings); ``scope`` None: the project's files inside a
-    repository, else the user's."""
+    repository, else the user's. Installing into a project writes Claude Code's personal
+    settings.local.json unless ``shared``; uninstalling takes our hooks out of both."""
     from guards.integrations import harness_settings
 
     scope = scope or ("project" if repo is not None else "user")
     project = Path(repo.toplevel) if repo is not None and repo.toplevel is not None else None
     steps: list[Step] = []
     for harness in harnesses:
-        path = harness_settings.settings_path(harness, scope, project)
-        change = harness_settings.plan_install if install else harness_settings.plan_uninstall
-        steps += change(harness, path)
+        if install:
+            path = harness_settings.settings_path(harness, scope, project, shared=shared)
+            steps += harness_settings.plan_install(harness, path)
+            continue
+        paths = {
+            harness_settings.settings_path(harness, scope, project, shared=flag)
+            for flag in (False, True)
+        }
+        for path in sorted(paths):
+            steps += harness_settings.plan_uninstall(harness, path)
     return steps
 
 

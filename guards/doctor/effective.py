@@ -1,0 +1,295 @@
+"""Is each installed guard effective? Never assume it: the interpreter each alias, the
+shim, each native hook and each harness setting will run; the pre-commit framework's
+config entries and installed hook types; a shim that is installed but not on PATH;
+dirty work in linked worktrees."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from guards.doctor.findings import Context, Finding, Level, listing, plural
+from guards.integrations.installation import artifact_runner, read_manifest, user_manifest_path
+
+#: hook id -> the git hook types its stages need (.pre-commit-hooks.yaml)
+FRAMEWORK_HOOKS: dict[str, tuple[str, ...]] = {
+    "guards-foreign-commit": ("pre-commit",),
+    "guards-mass-deletion": ("pre-commit",),
+    "guards-ledger-sync": ("post-commit", "post-checkout", "post-merge", "post-rewrite"),
+    "guards-push-breaker": ("pre-push",),
+}
+
+
+def _runner_finding(check: str, what: str, text: str, fix: str) -> Finding | None:
+    """A warning or problem when ``what`` (an installed artifact) will not run the guards
+    it recorded; None when it will."""
+    how, where = artifact_runner(text)
+    if how == "recorded":
+        return None
+    if how == "path":
+        return Finding(
+            Level.WARN,
+            "setup",
+            check,
+            f"{what}: the interpreter it recorded ({where or '?'}) no longer has guards; it "
+            f"runs the guards on PATH instead",
+            fix,
+            {"runs": "path"},
+        )
+    return Finding(
+        Level.PROBLEM,
+        "setup",
+        check,
+        f"{what}: guards is gone (the interpreter it recorded, {where or '?'}, no longer "
+        f"has it, and no guards is on PATH): it refuses or checks nothing",
+        f"reinstall git-guards, then {fix}",
+        {"runs": None},
+    )
+
+
+def check_artifacts(ctx: Context) -> list[Finding]:
+    """Aliases, the shim on PATH, native hooks and harness settings: what each runs."""
+    from guards import git
+
+    findings: list[Finding] = []
+    args = ["config", "-z", "--get-regexp", r"^alias\.safe-"]
+    run = ctx.repo.run if ctx.repo is not None else git.run
+    out = run(args, check=False).stdout
+    for record in git.zsplit(out):
+        key, _, value = os.fsdecode(record).partition("\n")
+        name = key.removeprefix("alias.")
+        if "guards" in value:
+            f = _runner_finding("aliases-runner", f"alias {name}", value, "guards install")
+            if f:
+                findings.append(f)
+                break  # one line for the six: they were written together
+    from guards.doctor.setup import first_git_on_path
+
+    first = first_git_on_path()
+    if first is not None and git.is_shim(first):
+        text = Path(first).read_text(errors="replace")
+        fix = f"guards install --shim {os.path.dirname(first)}"
+        f = _runner_finding("shim-runner", f"the git shim {first}", text, fix)
+        if f:
+            findings.append(f)
+    if ctx.repo is not None:
+        from guards.integrations.native_hooks import installed_native_hooks
+
+        hooks_dir = ctx.repo.hooks_dir()
+        for hook in installed_native_hooks(ctx.repo):
+            text = (hooks_dir / hook).read_text(errors="replace")
+            f = _runner_finding(
+                "hooks-runner", f"the native {hook} hook", text, "guards install --hooks"
+            )
+            if f:
+                findings.append(f)
+                break
+    findings += _harness_findings(ctx)
+    return findings
+
+
+def _harness_findings(ctx: Context) -> list[Finding]:
+    from guards.integrations import harness_settings
+
+    project = Path(ctx.repo.toplevel) if ctx.repo is not None and ctx.repo.toplevel else None
+    paths: list[tuple[str, Path]] = []
+    for harness in ("claude", "codex", "gemini"):
+        paths.append((harness, harness_settings.settings_path(harness, "user", None)))
+        if project is not None:
+            for shared in (False, True):
+                paths.append(
+                    (
+                        harness,
+                        harness_settings.settings_path(harness, "project", project, shared=shared),
+                    )
+                )
+    findings: list[Finding] = []
+    for harness, path in dict.fromkeys(paths):
+        if not path.is_file():
+            continue
+        try:
+            doc = harness_settings.read_settings(path)
+        except Exception:
+            continue
+        hooks = doc.get("hooks")
+        commands = [
+            h["command"]
+            for groups in (hooks.values() if isinstance(hooks, dict) else [])
+            if isinstance(groups, list)
+            for g in groups
+            if isinstance(g, dict)
+            for h in g.get("hooks") or []
+            if harness_settings.is_ours(h)
+        ]
+        if commands:
+            fix = f"guards install --{harness}" + (
+                " --user"
+                if path.is_relative_to(Path.home())
+                and (project is None or not path.is_relative_to(project))
+                else ""
+            )
+            f = _runner_finding(
+                "harness-runner", f"the {harness} hooks in {path}", commands[0], fix
+            )
+            if f:
+                findings.append(f)
+    return findings
+
+
+def _framework_config(toplevel: Path) -> str | None:
+    try:
+        return (toplevel / ".pre-commit-config.yaml").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def check_framework(ctx: Context) -> list[Finding]:
+    """A hook written by the pre-commit framework guards nothing unless the config lists
+    guards' hooks and the hook types they need are installed."""
+    repo = ctx.repo
+    if repo is None or repo.toplevel is None:
+        return []
+    from guards.doctor.setup import classify_hook
+
+    hooks_dir = repo.hooks_dir()
+    framework = {
+        name
+        for name in (
+            "pre-commit",
+            "post-commit",
+            "post-checkout",
+            "post-merge",
+            "post-rewrite",
+            "pre-push",
+        )
+        if (hooks_dir / name).is_file() and classify_hook(hooks_dir / name) == "pre-commit"
+    }
+    if not framework:
+        return []
+    config = _framework_config(Path(repo.toplevel))
+    listed = [
+        hook_id
+        for hook_id in FRAMEWORK_HOOKS
+        if config is not None
+        and re.search(rf"^\s*-?\s*id:\s*['\"]?{hook_id}['\"]?\s*$", config, re.MULTILINE)
+    ]
+    if not listed:
+        return [
+            Finding(
+                Level.WARN,
+                "setup",
+                "framework-config",
+                "the pre-commit framework's hooks are installed, but .pre-commit-config.yaml "
+                "lists none of guards' hooks: they check nothing",
+                'add guards\' hooks to .pre-commit-config.yaml (README, "With pre-commit")',
+                {"listed": []},
+            )
+        ]
+    missing = {
+        hook_id: [t for t in FRAMEWORK_HOOKS[hook_id] if t not in framework] for hook_id in listed
+    }
+    missing = {k: v for k, v in missing.items() if v}
+    if missing:
+        types = sorted({t for v in missing.values() for t in v})
+        return [
+            Finding(
+                Level.WARN,
+                "setup",
+                "framework-hook-types",
+                f"{listing(sorted(missing))} never run{'s' if len(missing) == 1 else ''}: "
+                f"hook type{'s' if len(types) != 1 else ''} {listing(types)} not installed",
+                "pre-commit install "
+                + " ".join(f"-t {t}" for t in types)
+                + " (or list them in default_install_hook_types)",
+                {"missing": missing},
+            )
+        ]
+    return [
+        Finding(
+            Level.OK,
+            "setup",
+            "framework-config",
+            f"the pre-commit framework runs {listing(listed)}",
+            data={"listed": listed},
+        )
+    ]
+
+
+def check_shim_on_path(ctx: Context) -> list[Finding]:
+    """A shim that `guards install --shim` wrote but that is not the `git` on PATH guards
+    nothing."""
+    from guards import git
+    from guards.doctor.setup import first_git_on_path
+
+    shims = [d for d in read_manifest(user_manifest_path()).get("shims", []) if isinstance(d, str)]
+    first = first_git_on_path()
+    idle = [
+        d
+        for d in shims
+        if os.path.isfile(os.path.join(d, "git")) and (first is None or os.path.dirname(first) != d)
+    ]
+    if not idle or (first is not None and git.is_shim(first)):
+        return []
+    return [
+        Finding(
+            Level.WARN,
+            "setup",
+            "shim-not-on-path",
+            f"the git shim in {idle[0]} is installed but `git` on PATH is {first}: plain git "
+            f"is not guarded",
+            f'export PATH="{idle[0]}:$PATH" (in your shell\'s profile)',
+            {"shims": idle, "git": first},
+        )
+    ]
+
+
+def check_worktrees_dirty(ctx: Context) -> list[Finding]:
+    """Dirty work in the other worktrees of this repository (doctor's `dirty` looks at
+    this one only)."""
+    repo = ctx.repo
+    if repo is None:
+        return []
+    from guards.git.dirty import read_dirty
+    from guards.git.repo import discover
+
+    here = os.path.realpath(repo.toplevel) if repo.toplevel else None
+    dirty: dict[str, int] = {}
+    unreadable: list[str] = []
+    for w in ctx.git_worktrees():
+        if w.bare or w.prunable is not None or os.path.realpath(w.path) == here:
+            continue
+        try:
+            count = len(read_dirty(discover(w.path)))
+        except Exception:
+            unreadable.append(w.path)
+            continue
+        if count:
+            dirty[w.path] = count
+    findings = []
+    if dirty:
+        first = next(iter(dirty))
+        findings.append(
+            Finding(
+                Level.WARN,
+                "worktrees",
+                "worktrees-dirty",
+                f"{plural(len(dirty), 'other worktree')} hold{'s' if len(dirty) == 1 else ''} "
+                f"uncommitted work: "
+                + ", ".join(f"{p} ({plural(n, 'dirty path')})" for p, n in dirty.items()),
+                f"cd {first} && guards status",
+                {"worktrees": dirty},
+            )
+        )
+    if unreadable:
+        findings.append(
+            Finding(
+                Level.PROBLEM,
+                "worktrees",
+                "worktrees-dirty",
+                f"could not read the status of {listing(unreadable)}",
+                f"cd {unreadable[0]} && git status",
+                {"unreadable": unreadable},
+            )
+        )
+    return findings
