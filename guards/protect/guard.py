@@ -143,18 +143,9 @@ def _log_decision(
     from guards.state import decisions, identity
 
     ws = decision.ws
-    rescues = [
-        {
-            "ref": r.ref,
-            "commit": r.commit,
-            "owner": r.owner,
-            "path_count": len(r.paths),
-            "index_commit": r.index_commit,
-            "label": r.label,
-            "repository": r.repository,
-        }
-        for r in results or []
-    ]
+    from guards.protect.rescue.log import decision_rescues
+
+    rescues = decision_rescues(results or [])
     entry = decisions.new_entry(
         kind,
         via=via,
@@ -410,13 +401,24 @@ def _guard_call(
     from guards.errors import GuardsError
 
     decisions = verdict.decisions if plan else None
+    before = len(verdict.decisions)
     try:
         results = guard_command(cmd, report=False, via=VIA_HOOK, line=line, plan=decisions)
     except GuardsError as e:  # guard_command logged it
         verdict.deny, verdict.logged = str(e), not plan
         return True
+    if plan and len(verdict.decisions) > before:
+        _planned_refusal(verdict.decisions[-1], verdict)
     _report(results, verdict, cmd.cwd)
     return True
+
+
+def _planned_refusal(decision: Decision, verdict: Verdict) -> None:
+    """In a plan, a decision to refuse denies the line, as carrying it out would."""
+    from guards.protect.decide import Action
+
+    if decision.action == Action.REFUSE:
+        verdict.deny = decision.message
 
 
 def _surely_harmless(argv: list[str]) -> bool:
@@ -484,6 +486,7 @@ def _guard_everything(
         decision = decide.decide(cmd, radius, report=False)
         if plan:
             verdict.decisions.append(decision)
+            _planned_refusal(decision, verdict)
             return
         try:
             results = act(decision, via=VIA_HOOK, line=line)
