@@ -188,6 +188,13 @@ KEYS: dict[str, Key] = {
             "a rescue fails when the files it must hold add up to more than this",
         ),
         Key(
+            "log.max_bytes",
+            1024**2,
+            parse_size,
+            "the decision log (guards log) is rotated when it grows past this; one older "
+            "file is kept",
+        ),
+        Key(
             "rescue.secret_patterns",
             [".env*", "*.pem", "*.key", "id_rsa*"],
             parse_list,

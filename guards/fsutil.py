@@ -146,3 +146,23 @@ class locked:  # lower case, like contextlib.suppress: it reads ``with locked(..
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+
+
+def append_private(path: str | os.PathLike[str], data: bytes) -> int:
+    """Append ``data`` to ``path`` with one ``write()`` (created 0600, never through a
+    symlink), flushed to disk; returns the file's size after. Appends of a few KiB to a
+    local file are not interleaved, so concurrent writers each add whole records; a
+    writer killed mid-write leaves a last line without its newline (readers skip it)."""
+    target = os.fspath(path)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(target, flags, PRIVATE)
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, PRIVATE)  # owner-only, whatever made the file before
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fdatasync(fd)
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)

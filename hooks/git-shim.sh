@@ -3,7 +3,9 @@
 # Written by `guards install --shim`; `guards uninstall --shim DIR` removes it.
 # Commands that cannot destroy uncommitted work go straight to the real git (no Python
 # starts); the others go through `guards run`, which rescues other writers' work first.
-# GUARDS_DISABLE=1 sends everything straight to git.
+# GUARDS_DISABLE=1 sends everything straight to git (a command that may destroy work
+# still passes through guards, which logs what it put at risk and then runs git
+# untouched, whatever happens to guards).
 guards_python=@GUARDS_PYTHON@
 guards_package=@GUARDS_PACKAGE@
 guards_shim_dir=@GUARDS_SHIM_DIR@
@@ -30,8 +32,6 @@ if [ -z "$guards_git" ]; then
     exit 127
   fi
 fi
-
-[ "${GUARDS_DISABLE:-}" = 1 ] && exec "$guards_git" "$@"
 
 # Find the subcommand behind the global options (options with a separate value are
 # skipped with it; any -c/--config-env may define an alias: let guards look). For stash,
@@ -101,15 +101,21 @@ esac
 guards_run() {
   if [ -x "$guards_python" ] && [ -f "$guards_package" ]; then
     GUARDS_REAL_GIT=$guards_git exec "$guards_python" -c '
-import sys
+import os, sys
 try:
     from guards.commands.run import main
 except Exception as e:
+    if os.environ.get("GUARDS_DISABLE") == "1":
+        git = os.environ["GUARDS_REAL_GIT"]
+        os.execv(git, [git] + sys.argv[1:])
     sys.stderr.write("guards-shim: refusing `git %s`: guards cannot run (%s: %s); to run git without guards: GUARDS_DISABLE=1 git ...\n" % (" ".join(sys.argv[1:3]), type(e).__name__, e))
     sys.exit(20)
 sys.exit(main(sys.argv[1:]))
 ' "$@"
   fi
+  # Under the override, git runs untouched (the bypass is logged only by the guards
+  # recorded at install: another one might not start at all).
+  [ "${GUARDS_DISABLE:-}" = 1 ] && exec "$guards_git" "$@"
   guards_cmd=$(command -v guards 2>/dev/null) || guards_cmd=
   case $guards_cmd in
     /*) GUARDS_REAL_GIT=$guards_git exec "$guards_cmd" run -- "$@" ;;

@@ -18,6 +18,11 @@ from guards.git.quoting import parse_clean_output
 from guards.predict import blast, cmdline
 from guards.predict.blast import history_commands, ref_commands, tree_commands
 from tests.blast_states import (
+    CALM,
+    CASES,
+    FULL,
+    NO_ITA,
+    STASH_CASES,
     base_repo,
     cached_dirty_repo,
     observe,
@@ -25,10 +30,6 @@ from tests.blast_states import (
     write,
 )
 from tests.helpers import PROJECT_ROOT, git, make_repo
-
-FULL = "full"  # conflicts with `other` and untracked collisions
-CALM = "calm"  # no conflicting local changes, no untracked collisions (switches succeed)
-NO_ITA = "no-ita"  # no intent-to-add entry (stash refuses those)
 
 
 def _repo(tmp_path: Path, factory: Path, variant: str) -> Path:
@@ -62,87 +63,6 @@ def assert_exact(top: Path, argv: list[str], cwd: Path | None = None) -> blast.B
     destroyed, proc = observe(top, argv, targets, cwd=cwd)
     assert as_dict(radius) == destroyed, (proc.returncode, proc.stderr.decode())
     return radius
-
-
-# (variant, argv): every form of docs/blast-radius.md's tables the dirty repository can
-# exercise.
-CASES: list[tuple[str, list[str]]] = [
-    # reset: R1 / R4 / R5
-    (FULL, ["reset", "--hard"]),
-    (FULL, ["reset", "--hard", "other"]),
-    (FULL, ["reset", "--ha"]),
-    (FULL, ["reset"]),
-    (FULL, ["reset", "other"]),
-    (FULL, ["reset", "-q", "--mixed", "other", "--", "."]),
-    (FULL, ["reset", "--", "dir", "unstaged.txt", "staged.txt"]),
-    (FULL, ["reset", "--keep"]),
-    (FULL, ["reset", "--merge"]),
-    (FULL, ["reset", "--soft", "other"]),
-    # checkout: R3, R2, R1, R7
-    (FULL, ["checkout", "--", "."]),
-    (FULL, ["checkout", "--", "dir", "with space.txt", "-dash.txt"]),
-    (FULL, ["checkout", "other", "--", "."]),
-    (FULL, ["checkout", "other", "dir"]),
-    (FULL, ["checkout", "--no-overlay", "other", "--", "dir"]),
-    (FULL, ["checkout", "-f", "other"]),
-    (FULL, ["checkout", "--forc", "other"]),
-    (FULL, ["checkout", "-f"]),
-    (FULL, ["checkout", "other"]),
-    (CALM, ["checkout", "other"]),
-    (CALM, ["checkout", "other", "--"]),
-    (CALM, ["checkout", "--no-overwrite-ignore", "other"]),
-    (CALM, ["checkout", "-m", "other"]),
-    (CALM, ["checkout", "-b", "topic", "other"]),
-    (CALM, ["checkout", "--detach", "other"]),
-    # switch
-    (FULL, ["switch", "-f", "other"]),
-    (FULL, ["switch", "--discard-changes", "other"]),
-    (FULL, ["switch", "--disc", "other"]),
-    (CALM, ["switch", "--discard-changes", "other"]),
-    (CALM, ["switch", "other"]),
-    (CALM, ["switch", "-c", "topic", "other"]),
-    (CALM, ["switch", "-m", "other"]),
-    (CALM, ["switch", "--orphan", "void"]),
-    # restore: R3, R4, R1, R6
-    (FULL, ["restore", "."]),
-    (FULL, ["restore", "dir", "link", "exec.sh"]),
-    (FULL, ["restore", "--staged", "."]),
-    (FULL, ["restore", "-SW", "."]),
-    (FULL, ["restore", "--source=other", "."]),
-    (FULL, ["restore", "--sour=other", "--", "dir"]),
-    (FULL, ["restore", "-s", "other", "--staged", "dir"]),
-    (FULL, ["restore", "--source", "other", "--staged", "--worktree", "."]),
-    (FULL, ["restore", "--overlay", "--source=other", "-SW", "."]),
-    # clean: from `clean -n`
-    (FULL, ["clean", "-f"]),
-    (FULL, ["clean", "-fd"]),
-    (FULL, ["clean", "-fdx"]),
-    (FULL, ["clean", "-fX"]),
-    (FULL, ["clean", "-ffdx"]),
-    (FULL, ["clean", "-f", "-d", "-e", "*.txt"]),
-    (FULL, ["clean", "--forc", "-x", "--", "dir", "odd dir"]),
-    (FULL, ["clean", "-d"]),
-    (FULL, ["-c", "clean.requireForce=false", "clean", "-d"]),
-    (FULL, ["clean", "-n", "-fd"]),
-    # rm, mv
-    (FULL, ["rm", "-rf", "--cached", "."]),
-    (FULL, ["rm", "-r", "--cached", "."]),
-    (FULL, ["rm", "-rf", "dir"]),
-    (FULL, ["rm", "-f", "--", "-dash.txt", "staged.txt", "staged_mod.txt", "added_mod.txt"]),
-    (FULL, ["rm", "staged.txt"]),
-    (FULL, ["mv", "-f", "unstaged.txt", "staged.txt"]),
-    (FULL, ["mv", "-f", "clean.txt", "untracked.txt"]),
-    (FULL, ["mv", "-f", "clean.txt", "x.log"]),
-    (FULL, ["mv", "clean.txt", "x.log"]),
-    # merge (fast-forward): ignored collisions
-    (CALM, ["merge", "other"]),
-    (CALM, ["merge", "--ff-only", "other"]),
-    # global options and aliases reach the same command
-    (FULL, ["-c", "alias.nuke=reset --hard", "nuke"]),
-    (FULL, ["-c", "alias.n1=n2", "-c", "alias.n2=checkout -f", "n1", "other"]),
-    (FULL, ["--git-dir=.git", "--work-tree=.", "--no-pager", "reset", "--hard", "other"]),
-    (FULL, ["-C", "dir", "-C", "..", "--literal-pathspecs", "checkout", "--", "."]),
-]
 
 
 @pytest.mark.parametrize(("variant", "argv"), CASES, ids=[" ".join(c[1]) for c in CASES])
@@ -237,18 +157,6 @@ def _changed(top: Path, argv: list[str]) -> set[str]:
     for b, a in ((before.work, after.work), (before.index, after.index)):
         changed |= {p for p in b.keys() | a.keys() if b.get(p) != a.get(p)}
     return changed
-
-
-STASH_CASES = [
-    ["stash"],
-    ["stash", "-u"],
-    ["stash", "push", "--include-u"],
-    ["stash", "-a"],
-    ["stash", "--keep-index"],
-    ["stash", "push", "--", "dir", "staged.txt"],
-    ["stash", "save", "-u", "message"],
-    ["-c", "alias.st=stash -a", "st"],
-]
 
 
 @pytest.mark.parametrize("argv", STASH_CASES, ids=[" ".join(c) for c in STASH_CASES])

@@ -28,6 +28,9 @@ COMMANDS: dict[str, str] = {
     "worktree": "worktree",
     "reap": "reap",
     "land": "land",
+    "log": "log",
+    "undo": "undo",
+    "explain": "explain",
 }
 
 

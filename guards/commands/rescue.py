@@ -38,8 +38,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     restore.add_argument("--index", action="store_true", help="restore staged versions too")
     drop = sub.add_parser("drop", help="delete one rescue ref")
     drop.add_argument("ref")
-    prune = sub.add_parser("prune", help="delete rescue refs older than a duration")
-    prune.add_argument("--older-than", required=True, metavar="D", help="e.g. 30d, 2w, 12h")
+    prune = sub.add_parser(
+        "prune", help="delete rescue refs older than a duration, or whose content is elsewhere"
+    )
+    prune.add_argument("--older-than", metavar="D", help="e.g. 30d, 2w, 12h")
+    prune.add_argument(
+        "--redundant",
+        action="store_true",
+        help="only rescues whose content is already elsewhere (restored and unchanged, "
+        "committed on a branch, pushed to the rescue remote)",
+    )
     prune.add_argument("--owner", metavar="SESSION")
     prune.add_argument("--dry-run", action="store_true", help="only say what would go")
 
@@ -168,15 +176,24 @@ def _drop(args: argparse.Namespace) -> int:
 
 
 def _prune(args: argparse.Namespace) -> int:
+    if args.older_than is None and not args.redundant:
+        raise UsageError("prune which rescues? give --older-than D and/or --redundant")
     ws = Workspace.open()
-    try:
-        age = parse_duration(args.older_than)
-    except ValueError as e:
-        raise UsageError(f"bad --older-than {args.older_than!r}: expected {e}") from None
-    cutoff = time.time() - age
+    cutoff = None
+    if args.older_than is not None:
+        try:
+            cutoff = time.time() - parse_duration(args.older_than)
+        except ValueError as e:
+            raise UsageError(f"bad --older-than {args.older_than!r}: expected {e}") from None
     doomed = [
-        r for r in read_rescues(ws) if r.time < cutoff and (not args.owner or r.owner == args.owner)
+        r
+        for r in read_rescues(ws)
+        if (cutoff is None or r.time < cutoff) and (not args.owner or r.owner == args.owner)
     ]
+    if args.redundant:
+        from guards.protect.rescue.retention import redundant_rescues
+
+        doomed = [found.rescue for found in redundant_rescues(ws, doomed)]
     for r in doomed:
         if not args.dry_run:
             delete_rescue(ws, r)

@@ -30,7 +30,7 @@ USAGE = """usage: guards run [--] <git arguments>
 Runs `git <git arguments>` after rescuing (or, with policy block, refusing to destroy)
 uncommitted work that is not provably the caller's own. Exit status: git's own, or 20
 when guards refused, 4 when it could not tell what is at risk. GUARDS_DISABLE=1 hands
-the command to git untouched."""
+the command to git untouched (what it put at risk is still written to `guards log`)."""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -60,6 +60,7 @@ def main(argv: Sequence[str]) -> int:
     if from_alias:
         _enter_alias_prefix()
     if os.environ.get(DISABLE_ENV) == "1":
+        _note_bypass(args)
         exec_git(args)
     status = boundary(lambda: _guard(args), refusal=True, hint=OVERRIDE_HINT)
     if status != ExitCode.OK:
@@ -78,6 +79,19 @@ def _guard(args: list[str]) -> int:
 
     guard_command(cmd)
     return ExitCode.OK
+
+
+def _note_bypass(args: list[str]) -> None:
+    """Log what a command run with GUARDS_DISABLE=1 puts at risk. Whatever happens
+    here (a bug, a broken ledger, a crash of git), git then runs untouched and silently:
+    the override must work when guards does not."""
+    try:
+        from guards.predict import cmdline
+        from guards.protect.guard import note_bypass
+
+        note_bypass(cmdline.parse(args, os.environ, os.getcwd()))
+    except Exception:
+        return
 
 
 def _enter_alias_prefix() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from guards import git
 from guards.doctor.findings import Context, Finding, Level, days, listing, plural
+from guards.errors import GuardsError
 from guards.git import operations
 from guards.git.dirty import read_dirty
 from guards.output import age, show_path
@@ -245,7 +246,39 @@ def check_rescues(ctx: Context) -> list[Finding]:
                     f"every rescue ref is pushed to {remote}",
                 )
             )
+    findings += _redundant_rescues(ctx)
     return findings
+
+
+def _redundant_rescues(ctx: Context) -> list[Finding]:
+    """Rescues whose content is already elsewhere: prunable without losing anything."""
+    from guards.protect.rescue.retention import redundant_rescues
+    from guards.state.identity import caller_id
+    from guards.state.ledger import Ledger
+    from guards.state.workspace import Workspace
+
+    repo = ctx.repo
+    if repo is None:
+        return []
+    ledger = ctx.ledger or Ledger(repo.ledger_dir_text)
+    try:
+        found = redundant_rescues(Workspace(repo, ctx.config, ledger, caller_id()))
+    except GuardsError:
+        return []  # informational: the other rescue checks report what cannot be read
+    if not found:
+        return []
+    refs = [r.rescue.ref for r in found]
+    return [
+        Finding(
+            Level.WARN,
+            "rescues",
+            "rescues-redundant",
+            f"{plural(len(refs), 'rescue ref')} hold nothing that is not already elsewhere "
+            f"(restored, committed or pushed): {listing(refs)}",
+            "guards rescue prune --redundant --dry-run, then guards rescue prune --redundant",
+            {"refs": refs, "where": {r.rescue.ref: list(r.where) for r in found}},
+        )
+    ]
 
 
 def check_operations(ctx: Context) -> list[Finding]:

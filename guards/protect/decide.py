@@ -187,40 +187,113 @@ def summary(foreign: list[AtRisk], commits: list[tuple[str, str]]) -> str:
     return " and ".join(parts)
 
 
+class Action:
+    """What the guard does about a command (plain strings: they are the JSON's)."""
+
+    #: Nothing of anyone else's at risk: git runs untouched.
+    NOTHING: Final = "nothing"
+    #: Rescue first, then git runs.
+    RESCUE: Final = "rescue"
+    #: The command does not run (policy block).
+    REFUSE: Final = "refuse"
+    #: Git runs; the work at risk is lost (policy warn).
+    WARN: Final = "warn"
+
+
+@dataclass
+class Decision:
+    """What the guard decided for one command, before doing any of it.
+
+    :func:`decide` changes nothing (``guards explain`` shows it); :func:`carry_out`
+    does it. ``at_risk``: what is not provably the caller's (the rescue's paths);
+    ``mine``: the caller's own work the command destroys as asked."""
+
+    cmd: GitCommand
+    ws: Workspace
+    radius: BlastRadius
+    action: str
+    policy: str
+    at_risk: list[AtRisk]
+    mine: list[AtRisk]
+    commits: list[tuple[str, str]]
+    #: special files (FIFOs, sockets, devices) left out: nothing to keep
+    hollow: list[tuple[str, str]]
+    #: paths the caller's harness hook already rescued for this very command
+    held: list[str]
+    #: one line: what would be destroyed ("" when nothing)
+    what: str
+    #: the refusal, or the warning, as the user reads it
+    message: str
+    #: the rescue line goes to stderr
+    report: bool
+
+
+def decide(cmd: GitCommand, radius: BlastRadius, *, report: bool = True) -> Decision:
+    """What the policy says about ``radius``, changing nothing."""
+    ws = Workspace.open(cwd=radius.worktree or cmd.cwd)
+    classified = classify_radius(ws, radius)
+    at_risk = [a for a in classified if a.ownership is not Ownership.MINE]
+    mine = [a for a in classified if a.ownership is Ownership.MINE]
+    report = report and not ws.config.quiet and not asked_quiet(cmd)
+    at_risk, hollow = without_special_files(ws, at_risk)
+    held: list[str] = []
+    if at_risk:
+        # The caller's harness hook may have rescued this very content for the command
+        # that runs us (the shim inside an agent's shell line): not twice.
+        from guards.protect.receipts import already_rescued
+
+        kept = already_rescued(ws, [a.path for a in at_risk])
+        held = [a.path for a in at_risk if a.path in kept]
+        at_risk = [a for a in at_risk if a.path not in kept]
+    commits = list(radius.commits)
+    policy = ws.config.policy
+    decision = Decision(
+        cmd, ws, radius, Action.NOTHING, policy, at_risk, mine, commits, hollow, held, "", "",
+        report,
+    )  # fmt: skip
+    if not at_risk and not commits:
+        return decision
+    decision.what = what = summary(at_risk, commits)
+    verb = "move away" if radius.moves and not commits else "destroy"
+    if policy == Policy.BLOCK:
+        decision.action = Action.REFUSE
+        decision.message = (
+            f"refused `git {describe(cmd)}`: it would {verb} {what}; policy is block "
+            f"(GUARDS_POLICY=rescue rescues it first and runs; {OVERRIDE_HINT})"
+        )
+    elif policy == Policy.WARN:
+        decision.action = Action.WARN
+        decision.message = (
+            f"`git {describe(cmd)}` is about to {verb} {what} (policy warn: no rescue)"
+        )
+    else:
+        decision.action = Action.RESCUE
+    return decision
+
+
+def carry_out(decision: Decision) -> list[RescueResult]:
+    """Do what :func:`decide` decided; return when git may run (raises when refused)."""
+    if decision.hollow and decision.report:
+        output.warn(special_files_note(decision.hollow))
+    if decision.action == Action.REFUSE:
+        raise RefusedError(decision.message)
+    if decision.action == Action.WARN:
+        output.warn(decision.message)
+        return []
+    if decision.action == Action.NOTHING:
+        return []
+    return _rescue(
+        decision.ws, decision.cmd, decision.at_risk, decision.commits, report=decision.report
+    )
+
+
 def protect(cmd: GitCommand, radius: BlastRadius, *, report: bool = True) -> list[RescueResult]:
     """Rescue, refuse or warn as the policy says; return when git may run.
 
     Returns what was rescued (empty when nothing was at risk or the policy is warn);
     ``report=False`` keeps the rescue lines off stderr (the agent hook returns them).
     """
-    ws = Workspace.open(cwd=radius.worktree or cmd.cwd)
-    at_risk = [a for a in classify_radius(ws, radius) if a.ownership is not Ownership.MINE]
-    report = report and not ws.config.quiet and not asked_quiet(cmd)
-    at_risk, hollow = without_special_files(ws, at_risk)
-    if hollow and report:
-        output.warn(special_files_note(hollow))
-    if at_risk:
-        # The caller's harness hook may have rescued this very content for the command
-        # that runs us (the shim inside an agent's shell line): not twice.
-        from guards.protect.receipts import already_rescued
-
-        held = already_rescued(ws, [a.path for a in at_risk])
-        at_risk = [a for a in at_risk if a.path not in held]
-    commits = list(radius.commits)
-    if not at_risk and not commits:
-        return []
-    what = summary(at_risk, commits)
-    verb = "move away" if radius.moves and not commits else "destroy"
-    policy = ws.config.policy
-    if policy == Policy.BLOCK:
-        raise RefusedError(
-            f"refused `git {describe(cmd)}`: it would {verb} {what}; policy is block "
-            f"(GUARDS_POLICY=rescue rescues it first and runs; {OVERRIDE_HINT})"
-        )
-    if policy == Policy.WARN:
-        output.warn(f"`git {describe(cmd)}` is about to {verb} {what} (policy warn: no rescue)")
-        return []
-    return _rescue(ws, cmd, at_risk, commits, report=report)
+    return carry_out(decide(cmd, radius, report=report))
 
 
 def _rescue(

@@ -2,9 +2,14 @@
 
 :func:`guard_command` is used by ``guards run`` (the shim and the aliases) and, through
 :func:`guard_line`, by the agent hooks for every git invocation in a shell line; a
-difference between the two is a bug. It imports the decision machinery
-(:mod:`guards.protect.decide`) only when something is at risk: the common case stays
-cheap.
+difference between the two is a bug. ``guards explain`` runs the same two functions with
+a ``plan``: every decision is made and collected, none is carried out, so explain cannot
+disagree with the guard. It imports the decision machinery (:mod:`guards.protect.decide`)
+only when something is at risk: the common case stays cheap.
+
+Every decision where something was at risk is written to the decision log
+(:mod:`guards.state.decisions`) here, once: rescued, refused, warned, bypassed
+(``GUARDS_DISABLE=1``, :func:`note_bypass`) and denied (a shell line of an agent hook).
 """
 
 from __future__ import annotations
@@ -18,30 +23,184 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from guards.predict.cmdline import GitCommand
-    from guards.predict.shell import GitCall
+    from guards.predict.shell import Analysis, GitCall
+    from guards.protect.decide import Decision
     from guards.protect.rescue import RescueResult
 
+#: ``via`` of a decision log entry: ``guards run`` (the shim, the aliases).
+VIA_RUN = "run"
+#: ``via`` of a decision log entry: a shell line of an agent harness's hook.
+VIA_HOOK = "agent-hook"
 
-def guard_command(cmd: GitCommand, *, report: bool = True) -> list[RescueResult]:
+
+def guard_command(
+    cmd: GitCommand,
+    *,
+    report: bool = True,
+    via: str = VIA_RUN,
+    line: str | None = None,
+    plan: list[Decision] | None = None,
+) -> list[RescueResult]:
     """Rescue (or refuse, as the policy says) what ``cmd`` would destroy; return when git
-    may run. A command git itself rejects before touching anything passes untouched."""
+    may run. A command git itself rejects before touching anything passes untouched.
+
+    ``line``: the shell line ``cmd`` is part of (for the log). With ``plan``, nothing is
+    done and nothing logged: the decision is appended to it (``guards explain``)."""
     from guards.errors import GuardsError
-    from guards.predict import blast, cmdline
+    from guards.predict import cmdline
 
     if not cmdline.could_destroy(cmd):
         return []
     with cmdline.command_environment(cmd):
         try:
-            radius = blast.blast_radius(cmd)
-        except GuardsError as e:  # a failed read-only query (git's words are in the message)
-            if rejected_pathspec(str(e)):
-                return []  # git rejects the same pathspec itself, before touching anything
+            decision = _assess(cmd, report=report)
+        except GuardsError as e:  # guards cannot tell what is at risk: refused
+            if plan is None:
+                _log_refusal(cmd.cwd, str(e), via=via, command=line or _command_text(cmd))
             raise
-        if radius.empty():
-            return []  # the common case: the decision machinery is never even imported
-        from guards.protect import decide
+        if decision is None:
+            return []
+        if plan is not None:
+            plan.append(decision)
+            return []
+        return act(decision, via=via, line=line)
 
-        return decide.protect(cmd, radius, report=report)
+
+def _assess(cmd: GitCommand, *, report: bool) -> Decision | None:
+    """The decision for ``cmd`` (None: nothing at risk), in the command's environment."""
+    from guards.errors import GuardsError
+    from guards.predict import blast
+
+    try:
+        radius = blast.blast_radius(cmd)
+    except GuardsError as e:  # a failed read-only query (git's words are in the message)
+        if rejected_pathspec(str(e)):
+            return None  # git rejects the same pathspec itself, before touching anything
+        raise
+    if radius.empty():
+        return None  # the common case: the decision machinery is never even imported
+    from guards.protect import decide
+
+    return decide.decide(cmd, radius, report=report)
+
+
+def act(decision: Decision, *, via: str, line: str | None = None) -> list[RescueResult]:
+    """Carry ``decision`` out and log it (when something was at risk)."""
+    from guards.errors import GuardsError
+    from guards.protect.decide import Action, carry_out
+    from guards.state.decisions import Kind
+
+    if decision.action == Action.NOTHING:
+        return carry_out(decision)
+    command = line or _command_text(decision.cmd)
+    try:
+        results = carry_out(decision)
+    except GuardsError as e:  # refused by the policy, or the rescue failed
+        kind = Kind.DENIED if via == VIA_HOOK else Kind.REFUSED
+        _log_decision(decision, kind, via=via, command=command, why=str(e))
+        raise
+    kind = Kind.WARNED if decision.action == Action.WARN else Kind.RESCUED
+    _log_decision(decision, kind, via=via, command=command, results=results)
+    return results
+
+
+def note_bypass(cmd: GitCommand) -> None:
+    """``GUARDS_DISABLE=1``: log what the command puts at risk (nothing is done about
+    it). Raises on any problem; the caller runs git whatever happens."""
+    from guards.predict import blast, cmdline
+
+    if not cmdline.could_destroy(cmd):
+        return
+    with cmdline.command_environment(cmd):
+        radius = blast.blast_radius(cmd)
+        if radius.empty():
+            return
+        from guards.protect.decide import Action, decide
+        from guards.state.decisions import Kind
+
+        decision = decide(cmd, radius, report=False)
+        if decision.action != Action.NOTHING:
+            command = _command_text(cmd)
+            _log_decision(decision, Kind.BYPASSED, via=VIA_RUN, command=command, quiet=True)
+
+
+def _command_text(cmd: GitCommand) -> str:
+    import shlex
+
+    return shlex.join(["git", *cmd.argv])
+
+
+def _log_decision(
+    decision: Decision,
+    kind: str,
+    *,
+    via: str,
+    command: str,
+    why: str | None = None,
+    results: list[RescueResult] | None = None,
+    quiet: bool = False,
+) -> None:
+    from guards.state import decisions, identity
+
+    ws = decision.ws
+    from guards.protect.rescue.log import decision_rescues
+
+    rescues = decision_rescues(results or [])
+    entry = decisions.new_entry(
+        kind,
+        via=via,
+        session=ws.caller,
+        host=identity.hostname(),
+        command=command,
+        cwd=decision.cmd.origin_cwd or decision.cmd.cwd,
+        worktree=ws.repo.worktree_key if ws.repo.toplevel else None,
+        policy=decision.policy,
+        why=why,
+        paths=[(a.path, a.owner) for a in decision.at_risk],
+        commits=[label for _, label in decision.commits],
+        rescues=rescues,
+    )
+    _write(ws.repo.ledger_dir_text, entry, int(ws.config.get("log.max_bytes")), quiet=quiet)
+
+
+def _log_refusal(cwd: str, why: str, *, via: str, command: str) -> None:
+    """A refusal made before any decision (guards could not tell what is at risk)."""
+    from guards.config import Config
+    from guards.errors import GuardsError
+    from guards.git.repo import discover
+    from guards.state import decisions, identity
+    from guards.state.decisions import Kind
+
+    try:
+        repo = discover(_nearest_dir(cwd))
+        max_bytes = int(Config(repo.ledger_dir_text).get("log.max_bytes"))
+    except GuardsError:
+        return  # not a repository (or its settings are unreadable): nowhere to log it
+    entry = decisions.new_entry(
+        Kind.DENIED if via == VIA_HOOK else Kind.REFUSED,
+        via=via,
+        session=identity.caller_id(),
+        host=identity.hostname(),
+        command=command,
+        cwd=cwd,
+        worktree=repo.worktree_key if repo.toplevel else None,
+        why=why,
+    )
+    _write(repo.ledger_dir_text, entry, max_bytes)
+
+
+def _write(
+    directory: str, entry: dict[str, object], max_bytes: int, *, quiet: bool = False
+) -> None:
+    from guards.errors import GuardsError
+    from guards.output import warn
+    from guards.state import decisions
+
+    try:
+        decisions.append(directory, entry, max_bytes)
+    except GuardsError as e:  # the decision stands; only its record is missing
+        if not quiet:
+            warn(f"decision not logged ({e})")
 
 
 #: git's words for a pathspec it refuses to parse (it does so before doing anything).
@@ -63,7 +222,7 @@ UNKNOWN_WORD = "guards-unknown-word"
 class Verdict(MutableValue):
     """What the hook answers for a shell line."""
 
-    __slots__ = ("deny", "dirs", "rescued", "rescues")
+    __slots__ = ("decisions", "deny", "dirs", "logged", "rescued", "rescues")
 
     def __init__(self, dirs: list[str] | None = None) -> None:
         #: Why the line must not run (None: it may run).
@@ -74,6 +233,10 @@ class Verdict(MutableValue):
         self.rescues: list[tuple[str, RescueResult]] = []
         #: The directories the line works in (its start and each ``cd``).
         self.dirs = [] if dirs is None else dirs
+        #: The denial is in the decision log already.
+        self.logged = False
+        #: With a plan (``guards explain``): every decision, none carried out.
+        self.decisions: list[Decision] = []
 
 
 def _nearest_dir(path: str) -> str:
@@ -99,11 +262,15 @@ def _env_for(call: GitCall, base: Mapping[str, str]) -> tuple[dict[str, str], bo
     return env, unknown
 
 
-def guard_line(line: str, cwd: str, env: Mapping[str, str] | None = None) -> Verdict:
+def guard_line(
+    line: str, cwd: str, env: Mapping[str, str] | None = None, *, plan: bool = False
+) -> Verdict:
     """Apply the policy to every git invocation in ``line`` that could destroy work.
 
     ``env`` is the environment the line runs with (the caller's ``GUARDS_SESSION`` in it
-    decides what is *mine*). Rescues happen here, before the line runs.
+    decides what is *mine*). Rescues happen here, before the line runs, and a denial is
+    logged. With ``plan`` (``guards explain``) nothing is done and nothing logged: the
+    verdict holds the decisions (and the denial) the guard would make.
     """
     from guards.predict.shell import analyze
 
@@ -112,23 +279,32 @@ def guard_line(line: str, cwd: str, env: Mapping[str, str] | None = None) -> Ver
     verdict = Verdict(dirs=found.dirs)
     if not found.runs_git:
         return verdict
+    _judge_line(found, line, env, verdict, plan=plan)
+    if verdict.deny and not verdict.logged and not plan:
+        _log_refusal(cwd, verdict.deny, via=VIA_HOOK, command=line)
+    return verdict
+
+
+def _judge_line(
+    found: Analysis, line: str, env: dict[str, str], verdict: Verdict, *, plan: bool
+) -> None:
     from guards.errors import GuardsError
 
     guarded_everything: set[str] = set()
     changed = False
     try:
         for call in found.calls:
-            changed = _guard_call(call, env, verdict, guarded_everything, changed)
+            changed = _guard_call(call, env, verdict, guarded_everything, changed, line, plan)
             if verdict.deny:
-                return verdict
+                return
         for item in found.opaque:
             if item.cwd is None:
                 verdict.deny = f"refused: {item.reason}, in a directory the line does not show"
-                return verdict
-            _guard_everything(item.cwd, env, f"({item.reason})", verdict, guarded_everything)
+                return
+            label = f"({item.reason})"
+            _guard_everything(item.cwd, env, label, verdict, guarded_everything, line, plan)
     except GuardsError as e:
         verdict.deny = str(e)
-    return verdict
 
 
 #: Subcommands that change nothing a later command of the same line could meet.
@@ -172,6 +348,8 @@ def _guard_call(
     verdict: Verdict,
     guarded_everything: set[str],
     changed_before: bool,
+    line: str,
+    plan: bool,
 ) -> bool:
     """Guard one invocation; returns whether the state may have changed by its end.
 
@@ -216,10 +394,31 @@ def _guard_call(
     if unknown_what or changed_before or cmd.shell_alias is not None:
         # Its arguments, or the state it will meet, cannot be read now: every dirty path
         # of that work tree is at risk.
-        _guard_everything(cmd.cwd, cmd_env, call.text(), verdict, guarded_everything, cmd=cmd)
+        _guard_everything(
+            cmd.cwd, cmd_env, call.text(), verdict, guarded_everything, line, plan, cmd=cmd
+        )
         return True
-    _report(guard_command(cmd, report=False), verdict, cmd.cwd)
+    from guards.errors import GuardsError
+
+    decisions = verdict.decisions if plan else None
+    before = len(verdict.decisions)
+    try:
+        results = guard_command(cmd, report=False, via=VIA_HOOK, line=line, plan=decisions)
+    except GuardsError as e:  # guard_command logged it
+        verdict.deny, verdict.logged = str(e), not plan
+        return True
+    if plan and len(verdict.decisions) > before:
+        _planned_refusal(verdict.decisions[-1], verdict)
+    _report(results, verdict, cmd.cwd)
     return True
+
+
+def _planned_refusal(decision: Decision, verdict: Verdict) -> None:
+    """In a plan, a decision to refuse denies the line, as carrying it out would."""
+    from guards.protect.decide import Action
+
+    if decision.action == Action.REFUSE:
+        verdict.deny = decision.message
 
 
 def _surely_harmless(argv: list[str]) -> bool:
@@ -238,6 +437,8 @@ def _guard_everything(
     label: str,
     verdict: Verdict,
     guarded: set[str],
+    line: str,
+    plan: bool,
     *,
     cmd: GitCommand | None = None,
 ) -> None:
@@ -281,9 +482,21 @@ def _guard_everything(
             origin_cwd=where,
             env=dict(env),
         )
+    from guards.errors import GuardsError
+
     with cmdline.command_environment(cmd):
         radius = all_dirty_work(cmd, toplevel)
-        _report(decide.protect(cmd, radius, report=False), verdict, toplevel)
+        decision = decide.decide(cmd, radius, report=False)
+        if plan:
+            verdict.decisions.append(decision)
+            _planned_refusal(decision, verdict)
+            return
+        try:
+            results = act(decision, via=VIA_HOOK, line=line)
+        except GuardsError as e:  # act logged it
+            verdict.deny, verdict.logged = str(e), True
+            return
+        _report(results, verdict, toplevel)
 
 
 def _report(results: list[RescueResult], verdict: Verdict, where: str) -> None:

@@ -57,6 +57,22 @@ def log_rescues(ws: Workspace, results: list[RescueResult], *, command: str, now
         warn(f"rescue done but not logged in the ledger ({e}); `guards rescue list` shows it")
 
 
+def decision_rescues(results: list[RescueResult]) -> list[dict[str, Any]]:
+    """The rescues of one decision, as the decision log names them."""
+    return [
+        {
+            "ref": r.ref,
+            "commit": r.commit,
+            "owner": r.owner,
+            "path_count": len(r.paths),
+            "index_commit": r.index_commit,
+            "label": r.label,
+            "repository": r.repository,
+        }
+        for r in results
+    ]
+
+
 def restore_command(result: RescueResult) -> str:
     if result.label and result.label.startswith("stash"):
         return f"git stash apply --index {result.ref}"

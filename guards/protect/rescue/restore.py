@@ -2,6 +2,8 @@
 
 Restoring never overwrites newer work: a path is written only where the disk (or the
 index) still holds what HEAD has; anything else is a conflict, reported and left alone.
+The one exception is ``force``: paths the caller (``guards undo --force``) has rescued
+first, whose newer content is therefore kept on a rescue ref of its own.
 Rescued files are written byte for byte (the rescue holds the bytes that were on disk).
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +39,8 @@ class Restored:
     staged: int = 0
     conflicts: list[str] = field(default_factory=list)
     index_conflicts: list[str] = field(default_factory=list)
+    #: conflicts written all the same (``force``)
+    forced: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -92,9 +97,20 @@ def _select(ws: Workspace, r: Rescue, user_paths: list[str]) -> list[str]:
     return chosen
 
 
-def restore_paths(ws: Workspace, r: Rescue, user_paths: list[str], *, index: bool) -> Restored:
+def restore_paths(
+    ws: Workspace,
+    r: Rescue,
+    user_paths: list[str],
+    *,
+    index: bool,
+    force: Collection[str] = (),
+) -> Restored:
     """Put the rescued versions of ``user_paths`` (default: all) back where the disk
-    still holds HEAD's; with ``index``, the staged versions too where the index does."""
+    still holds HEAD's; with ``index``, the staged versions too where the index does.
+
+    ``force``: repository-relative paths written even over newer content (a file, a
+    symlink or nothing on disk; never a directory), which the caller must have rescued
+    first."""
     if r.repository or r.kept_commit:
         raise UsageError(
             f"{r.ref} keeps a commit, not paths; restore it with: {restore_commands(r)[0]}"
@@ -111,8 +127,12 @@ def restore_paths(ws: Workspace, r: Rescue, user_paths: list[str], *, index: boo
     for p in paths:
         if _same(ws, p, disk[p], rescued[p], filemode):
             done.already += 1
-        elif _same(ws, p, disk[p], head[p], filemode):
+        elif _same(ws, p, disk[p], head[p], filemode) or (
+            p in force and not isinstance(disk[p], str)
+        ):
             (done.written if rescued[p] is not None else done.deleted).append(p)
+            if p in force and not _same(ws, p, disk[p], head[p], filemode):
+                done.forced.append(p)
         else:
             done.conflicts.append(p)
     index_updates: list[bytes] = []
@@ -123,7 +143,7 @@ def restore_paths(ws: Workspace, r: Rescue, user_paths: list[str], *, index: boo
         for p in paths:
             if current[p] == staged[p]:
                 continue
-            if current[p] == head[p]:
+            if current[p] == head[p] or p in force:
                 index_updates.append(index_info_line(p, staged[p], ws.repo.object_format))
             else:
                 done.index_conflicts.append(p)
