@@ -23,10 +23,11 @@ import os
 from dataclasses import dataclass
 
 from guards import git
+from guards.git.entries import Entry, index_entries
 from guards.git.objects import GITLINK, TREE
 from guards.protect.rescue.catalog import Rescue, read_rescues
 from guards.protect.rescue.push import PushOutcome
-from guards.protect.snapshot import Entry, disk_states, tree_entries
+from guards.protect.snapshot import disk_states, tree_entries
 from guards.state.workspace import Workspace
 
 #: Reasons, as ``guards rescue prune --redundant`` and doctor name them.
@@ -121,11 +122,9 @@ def _index_oids(ws: Workspace, paths: list[str]) -> dict[str, str]:
     for start in range(0, len(paths), 500):
         chunk = paths[start : start + 500]
         res = ws.repo.run(["--literal-pathspecs", "ls-files", "-s", "-z", "--", *chunk])
-        for rec in git.zsplit(res.stdout):
-            meta, _, raw = rec.partition(b"\t")
-            _mode, oid, stage = meta.decode().split(" ")
-            if stage == "0":
-                out[os.fsdecode(raw)] = oid
+        for item in index_entries(res.stdout):
+            if item.stage == 0:
+                out[item.path] = item.entry.oid
     return out
 
 
