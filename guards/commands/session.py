@@ -34,13 +34,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="checkpoint the session's own work (pushed to rescue.remote when set), then "
         "mark it ended (default: $GUARDS_SESSION)",
     )
-    end.add_argument("id", nargs="?")
+    end.add_argument("id", nargs="?", help="the session to end (default: $GUARDS_SESSION)")
     end.add_argument(
         "--no-persist", action="store_true", help="only mark it ended, checkpoint nothing"
     )
     end.add_argument("--json", action="store_true", help="machine-readable result")
     lst = sub.add_parser("list", help="sessions with liveness")
-    lst.add_argument("--json", action="store_true")
+    lst.add_argument("--json", action="store_true", help="machine-readable (see README)")
     beat = sub.add_parser("heartbeat", help="mark the session active now")
     beat.add_argument("--session", help="default: $GUARDS_SESSION")
 
