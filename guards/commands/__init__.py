@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "worktree": "worktree",
     "reap": "reap",
     "land": "land",
+    "completion": "completion",
 }
 
 
