@@ -97,12 +97,16 @@ def read_dirty(
     *,
     ignored: bool = False,
     pathspecs: list[str] | None = None,
+    magic: str = "literal",
 ) -> list[DirtyPath]:
-    """Every dirty path of the work tree (untracked files listed one by one)."""
+    """Every dirty path of the work tree (untracked files listed one by one); with
+    ``pathspecs``, those they match: literal names by default (`*` in a name is no
+    glob), or ``magic="glob"`` (shell-like patterns: `*` within a directory, `**`
+    across)."""
     limit = None
     if pathspecs is not None:
-        # `status` has no --pathspec-from-file; literal so that `*` in a name is no glob.
-        limit = ["--", *(f":(literal){p}" for p in pathspecs)]
+        # `status` has no --pathspec-from-file: the pathspecs go on the command line.
+        limit = ["--", *(f":({magic}){p}" for p in pathspecs)]
     return parse_porcelain_v2(
         read_status(lambda args: repo.run(args, check=False), ignored=ignored, limit=limit)
     )
