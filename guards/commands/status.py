@@ -6,7 +6,8 @@ import os
 import time
 
 from guards import output
-from guards.errors import ExitCode
+from guards.errors import ExitCode, UsageError
+from guards.git import GitError
 from guards.git.dirty import DirtyPath, finish_reading, read_dirty, start_reading
 from guards.state.attribution import Owner
 from guards.state.workspace import Workspace, release_stale
@@ -27,6 +28,17 @@ FLAGS = {"--json": "machine-readable (see README)", "--ignored": "list ignored f
 def configure(parser: argparse.ArgumentParser) -> None:
     for flag, text in FLAGS.items():
         parser.add_argument(flag, action="store_true", help=text)
+    parser.add_argument(
+        "--owner",
+        metavar="SESSION",
+        help="only paths this session owns (`unknown`: paths nobody provably owns)",
+    )
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="only these paths (git pathspecs relative to this directory, as git status)",
+    )
 
 
 class Row(Value):
@@ -45,13 +57,18 @@ class Row(Value):
 
 
 def collect(
-    ws: Workspace, ignored: bool = False, dirty: list[DirtyPath] | None = None
+    ws: Workspace,
+    ignored: bool = False,
+    dirty: list[DirtyPath] | None = None,
+    partial: bool = False,
 ) -> tuple[list[Row], str | None]:
+    """The rows; ``partial``: ``dirty`` is not every dirty path (a pathspec limited it),
+    so attributions of paths missing from it are not taken for clean."""
     if dirty is None:
         dirty = read_dirty(ws.repo, ignored=ignored)
     data, problem = ws.read_ledger()
     owners = ws.owners(dirty, data)
-    if data is not None:
+    if data is not None and not partial:
         release_stale(ws, data, dirty, ignored_listed=ignored)
     top = ws.repo.worktree_key
     rows = []
@@ -69,13 +86,24 @@ def collect(
 def run(args: argparse.Namespace) -> int:
     # git status (nearly all of the cost) scans while the repository is discovered and
     # the settings are read.
-    started = start_reading(ignored=args.ignored)
+    pathspecs = list(getattr(args, "paths", None) or [])
+    owner = getattr(args, "owner", None)
+    started = start_reading(ignored=args.ignored, pathspecs=pathspecs)
     try:
         ws = Workspace.open()
     except BaseException:
         started.result(check=False)  # not left behind as a zombie
         raise
-    rows, problem = collect(ws, ignored=args.ignored, dirty=finish_reading(started))
+    try:
+        dirty = finish_reading(started)
+    except GitError as e:
+        if pathspecs and e.returncode == 128:  # git refused a pathspec (outside the repo)
+            said = e.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise UsageError(said[0].removeprefix("fatal: ") if said else str(e)) from None
+        raise
+    rows, problem = collect(ws, ignored=args.ignored, dirty=dirty, partial=bool(pathspecs))
+    if owner is not None:
+        rows = [r for r in rows if (r.owner.session or "unknown") == owner]
     if problem:
         output.error(problem)
     if args.json:
@@ -96,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
                 ("ST", "OWNER", "CLASS", "AGE", "PATH"),
             )
         )
+    elif pathspecs or owner is not None:
+        print("no dirty path matches")
     else:
         print("nothing dirty")
     return ExitCode.UNKNOWN_STATE if problem else ExitCode.OK

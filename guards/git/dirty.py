@@ -168,11 +168,13 @@ def _unreadable_submodules(
     return out
 
 
-def start_reading(*, ignored: bool = False) -> git.Pending:
+def start_reading(*, ignored: bool = False, pathspecs: list[str] | None = None) -> git.Pending:
     """:func:`read_dirty` for the repository around the current directory, started in
     the background: porcelain paths are relative to the top level wherever git runs, so
-    the scan can begin before the repository is even discovered."""
-    return git.start(git.status_args(ignored=ignored))
+    the scan can begin before the repository is even discovered. ``pathspecs``: git's
+    own, relative to the current directory (as ``git status -- PATHSPEC``)."""
+    limit = ["--", *pathspecs] if pathspecs else []
+    return git.start([*git.status_args(ignored=ignored), *limit])
 
 
 def finish_reading(started: git.Pending) -> list[DirtyPath]:
