@@ -17,7 +17,8 @@ The package, lowest module first: :mod:`.result` (what a rescue takes and gives)
 :mod:`.naming` (ref names, stamps, identity, messages and trailers), :mod:`.refs`
 (creating and reading refs), :mod:`.verify` (reading everything back), :mod:`.push`
 (the remote, and what never reaches it), :mod:`.log` (the ledger's log and the report
-line), :mod:`.build` (the rescue itself, and kept commits).
+line), :mod:`.build` (the rescue itself, and kept commits), :mod:`.catalog` (the rescues
+there are, as objects) and :mod:`.restore` (putting them back).
 """
 
 from __future__ import annotations

@@ -1,0 +1,153 @@
+"""The rescues of a repository as objects: read, resolved by name, deleted.
+
+A rescue is a ref under the rescue namespace (see :mod:`guards.protect.rescue`); its
+commit's trailers say whose work it holds and how it was made, and the ledger's rescue
+log adds what happened since (its push, a kept commit's label).
+"""
+
+from __future__ import annotations
+
+import calendar
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from guards import output
+from guards.errors import UsageError
+from guards.git.quoting import unquote_path
+from guards.protect.rescue.log import rescue_log_entries
+from guards.protect.rescue.naming import UNKNOWN, namespace, namespace_patterns, parse_trailers
+from guards.protect.rescue.refs import NO_HOOKS, ref_values
+from guards.state.ledger import op_drop_rescue
+from guards.state.workspace import Workspace
+
+
+@dataclass
+class Rescue:
+    ref: str
+    commit: str
+    created: float
+    trailers: dict[str, list[str]]
+    log: dict[str, Any] = field(default_factory=dict)
+
+    def one(self, key: str) -> str | None:
+        values = self.trailers.get(key)
+        return values[0] if values else None
+
+    @property
+    def kept_commit(self) -> bool:
+        """A kept stash entry or branch tip rather than a snapshot of paths."""
+        return "Rescued-For" not in self.trailers
+
+    @property
+    def owner(self) -> str | None:
+        owner = self.one("Rescued-For") if not self.kept_commit else self.log.get("owner")
+        return None if owner in (None, UNKNOWN) else str(owner)
+
+    @property
+    def time(self) -> float:
+        logged = self.log.get("time")
+        if isinstance(logged, (int, float)):
+            return float(logged)
+        stamp = self.one("Time")
+        if stamp:
+            try:
+                return float(calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")))
+            except ValueError:
+                pass
+        return self.created
+
+    @property
+    def paths(self) -> list[str]:
+        return self.trailers.get("Path", [])
+
+    @property
+    def repository(self) -> str | None:
+        """The nested repository this rescue keeps whole (its directory), if it is one."""
+        where = self.one("Repository")
+        return unquote_path(where) if where else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ref": self.ref,
+            "commit": self.commit,
+            "owner": self.owner,
+            "caller": self.one("Rescued-By") or self.log.get("caller"),
+            "command": self.one("Command") or self.log.get("command"),
+            "host": self.one("Host") or self.log.get("host"),
+            "time": output.iso(self.time),
+            "head": self.one("Head"),
+            "index_commit": self.one("Index"),
+            "conflict_stages_commit": self.one("Conflict-Stages"),
+            "kind": "repository" if self.repository else "commit" if self.kept_commit else "paths",
+            "repository": self.repository,
+            "label": self.log.get("label"),
+            "paths": self.paths,
+            "push": self.log.get("push"),
+            "push_detail": self.log.get("push_detail"),
+            "remote": self.log.get("remote"),
+            "local_only": self.log.get("local_only", []),
+        }
+
+
+def read_rescues(ws: Workspace, pattern: str | None = None) -> list[Rescue]:
+    """Every ref under the rescue namespace, with its trailers and log entry."""
+    res = ws.repo.run(
+        [
+            "for-each-ref",
+            "--sort=-creatordate",
+            "--format=%(refname)%00%(objectname)%00%(creatordate:unix)%00%(contents)%00",
+            *([pattern] if pattern else namespace_patterns(ws)),
+        ]
+    )
+    fields = res.stdout.split(b"\0")
+    log = rescue_log_entries(ws)
+    out = []
+    for i in range(0, len(fields) - 4, 4):
+        ref = fields[i].lstrip(b"\n").decode("utf-8", "surrogateescape")
+        created = float(fields[i + 2] or 0)
+        message = fields[i + 3].decode("utf-8", "surrogateescape")
+        out.append(
+            Rescue(ref, fields[i + 1].decode(), created, parse_trailers(message), log.get(ref, {}))
+        )
+    return out
+
+
+def resolve(ws: Workspace, name: str) -> Rescue:
+    """A rescue by full ref name or by its name under the namespace."""
+    ns = namespace(ws)
+    candidates = [name] if name.startswith("refs/") else [f"{ns}/{name}", name]
+    found = ref_values(ws, candidates)
+    for c in candidates:
+        if c in found:
+            rescues = [r for r in read_rescues(ws, c) if r.ref == c]
+            if rescues:
+                return rescues[0]
+    raise UsageError(f"no rescue ref {name!r} (see `guards rescue list`)")
+
+
+def restore_commands(r: Rescue) -> list[str]:
+    if r.repository:
+        return [f"guards rescue restore {r.ref}   (the repository {r.repository}/, anew)"]
+    if r.kept_commit:
+        label = str(r.log.get("label") or "")
+        if label.startswith("stash"):
+            return [f"git stash apply --index {r.ref}"]
+        if label.startswith("branch "):
+            return [f"git branch {label.split(' ', 1)[1]} {r.ref}"]
+        return [f"git log {r.ref}"]
+    return [
+        f"guards rescue restore {r.ref}",
+        f"guards rescue restore --index {r.ref}   (staged versions too)",
+        f"git restore --source={r.ref} -- <path>",
+        f"git show {r.ref}:<path>",
+    ]
+
+
+def delete_rescue(ws: Workspace, r: Rescue) -> None:
+    ws.repo.run(
+        [*NO_HOOKS, "update-ref", "-m", "guards rescue drop", "-d", r.ref, r.commit],
+        readonly=False,
+    )
+    # The ledger's rescue log goes with the ref (a journal record: no lock, O(1)).
+    ws.ledger.append([op_drop_rescue(r.ref)])
