@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from guards.cli import build_parser
 from guards.commands import COMMANDS
 from tests.helpers import run_guards
 
@@ -32,6 +34,24 @@ def test_a_word_like_no_command_lists_the_commands(tmp_path: Path) -> None:
     res = run_guards("frobnicate", cwd=tmp_path)
     assert res.returncode == 2 and "did you mean" not in res.stderr
     assert "choose from 'session', 'record', 'status'" in res.stderr
+
+
+def _undocumented(parser: argparse.ArgumentParser, name: str) -> list[str]:
+    missing = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {choice.dest: choice.help for choice in action._choices_actions}
+            for word, child in action.choices.items():
+                if not helps.get(word):
+                    missing.append(f"{name} {word}")
+                missing.extend(_undocumented(child, f"{name} {word}"))
+        elif not action.help:
+            missing.append(f"{name} {'/'.join(action.option_strings) or action.dest}")
+    return missing
+
+
+def test_every_command_action_and_argument_has_help_text() -> None:
+    assert _undocumented(build_parser(), "guards") == []
 
 
 def test_help_names_the_session_and_disable_variables_and_completion(tmp_path: Path) -> None:
