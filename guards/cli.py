@@ -46,7 +46,8 @@ def _did_you_mean(message: str) -> str:
         return message
     import difflib
 
-    choices = re.findall(r"'([^']*)'", m.group(2))
+    # 'a', 'b' (Python <= 3.12.7) or a, b (later)
+    choices = [c.strip().strip("'") for c in m.group(2).split(",")]
     close = difflib.get_close_matches(m.group(1), choices, n=1, cutoff=0.6)
     if not close:
         return message
