@@ -16,12 +16,42 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
 
+#: Said at the end of ``guards --help``: the two variables every user needs to know.
+EPILOG = """\
+environment:
+  GUARDS_SESSION=ID   who you are: the session whose work is yours (guards session start
+                      prints the line that sets it); without it you own nothing
+  GUARDS_DISABLE=1    hand every git command to git untouched (the shim and guards run)
+  GUARDS_<KEY>=VALUE  any setting (see guards config list)
+
+shell completion: eval "$(guards completion bash)" (or zsh; fish: guards completion fish | source)
+"""
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr (exit 2), never a usage dump."""
+    """argparse, but a usage error is one line on stderr (exit 2), never a usage dump,
+    and a mistyped subcommand or action gets a "did you mean"."""
 
     def error(self, message: str) -> NoReturn:
-        error(f"{message} (see '{self.prog} --help')")
+        error(f"{_did_you_mean(message)} (see '{self.prog} --help')")
         raise SystemExit(ExitCode.USAGE)
+
+
+def _did_you_mean(message: str) -> str:
+    """argparse's "invalid choice: 'stauts' (choose from ...)" with the closest choice."""
+    import re
+
+    m = re.search(r"invalid choice: '(.*?)' \(choose from (.*)\)$", message)
+    if m is None:
+        return message
+    import difflib
+
+    # 'a', 'b' (Python <= 3.12.7) or a, b (later)
+    choices = [c.strip().strip("'") for c in m.group(2).split(",")]
+    close = difflib.get_close_matches(m.group(1), choices, n=1, cutoff=0.6)
+    if not close:
+        return message
+    return f"{message[: m.start()]}invalid choice: {m.group(1)!r}; did you mean {close[0]!r}?"
 
 
 def build_parser(only: str | None = None) -> Parser:
@@ -29,6 +59,8 @@ def build_parser(only: str | None = None) -> Parser:
     parser = Parser(
         prog="guards",
         description="Keeps uncommitted work alive in git checkouts that several writers share.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"guards {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)

@@ -49,8 +49,16 @@ def parse_size(value: object) -> int:
     return int(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
 
 
-def parse_duration(value: object) -> float:
-    """``90`` (seconds), ``"30m"``, ``"2h"``, ``"14d"``, ``"1w"`` -> seconds."""
+def parse_duration(value: object, unit_required: bool = False) -> float:
+    """``90`` (seconds), ``"30m"``, ``"2h"``, ``"14d"``, ``"1w"`` -> seconds.
+
+    ``unit_required``: a bare number other than 0 is refused (a command-line option
+    such as ``rescue prune --older-than 30`` must not guess that 30 means seconds)."""
+    if unit_required:
+        import re  # lazily: re costs start-up time and few settings need it
+
+        if not re.fullmatch(r"\s*(\d+(?:\.\d+)?\s*[smhdw]|0)\s*", str(value)):
+            raise ValueError("a duration with its unit: 90s, 30m, 2h, 14d or 1w")
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
         return float(value)
     import re  # lazily: re costs start-up time and few settings need it
@@ -344,12 +352,56 @@ def key(name: str) -> Key:
         raise UsageError(f"unknown config key {name!r}; valid keys: {', '.join(KEYS)}") from None
 
 
-def validate(name: str, value: object, origin: str) -> Any:
+def validate(name: str, value: object, origin: str = "") -> Any:
+    """The parsed value; a bad one is a UsageError naming ``origin`` (when given)."""
     k = key(name)
     try:
         return k.parse(value)
     except ValueError as e:
-        raise UsageError(f"{origin}: bad value {value!r} for {name}: expected {e}") from None
+        where = f"{origin}: " if origin else ""
+        raise UsageError(f"{where}bad value {value!r} for {name}: expected {e}") from None
+
+
+def show_size(size: int) -> str:
+    """``104857600`` -> ``"100 MiB"`` (exact: a size that is no whole number of a unit
+    stays in bytes), readable back by :func:`parse_size`."""
+    for unit, factor in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if size >= factor and size % factor == 0:
+            return f"{size // factor} {unit}"
+    return str(size)
+
+
+def show_duration(seconds: float) -> str:
+    """``1209600`` -> ``"14d"``, ``1800`` -> ``"30m"``: the largest unit that is exact,
+    readable back by :func:`parse_duration`."""
+    if seconds > 0 and float(seconds).is_integer():
+        whole = int(seconds)
+        for unit in ("d", "h", "m"):
+            if whole % _DURATION_UNITS[unit] == 0:
+                return f"{whole // _DURATION_UNITS[unit]}{unit}"
+    return f"{seconds:g}s"
+
+
+def show(name: str, value: Any) -> str:
+    """A setting's value for people: sizes in KiB/MiB/GiB, durations with a unit, lists
+    comma-separated, booleans true/false."""
+    parse = key(name).parse
+    if parse is parse_size and isinstance(value, int):
+        return show_size(value)
+    if parse is parse_duration and isinstance(value, (int, float)):
+        return show_duration(float(value))
+    return show_raw(value)
+
+
+def show_raw(value: Any) -> str:
+    """A setting's value for scripts: numbers as plain numbers."""
+    if isinstance(value, list):
+        return ",".join(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def read_file(path: str | os.PathLike[str]) -> dict[str, Any]:

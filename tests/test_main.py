@@ -95,8 +95,11 @@ def test_flag_only_commands_read_their_flags_without_argparse(repo: Path) -> Non
     (repo / "new.txt").write_text("x\n")
     both = run_guards("status", "--ignored", "--json", cwd=repo)
     assert both.returncode == 0 and '"new.txt"' in both.stdout
-    for bad in (["status", "--json", "extra"], ["status", "--bogus"], ["doctor", "-x"]):
+    for bad in (["status", "--json", "--owner"], ["status", "--bogus"], ["doctor", "-x"]):
         res = run_guards(*bad, cwd=repo)
         assert res.returncode == ExitCode.USAGE, bad
         assert res.stderr.count("\n") == 1 and res.stderr.startswith("guards: "), bad
     assert run_guards("status", "--help", cwd=repo).stdout.startswith("usage: guards status")
+    # a word after the flags is a path filter, read by argparse
+    res = run_guards("status", "--json", "elsewhere", cwd=repo)
+    assert res.returncode == 0 and '"new.txt"' not in res.stdout

@@ -341,6 +341,14 @@ def test_bad_reap_input_is_one_line(app: Path) -> None:
         assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
 
 
+def test_min_idle_without_a_unit_is_refused_naming_the_units(app: Path) -> None:
+    res = run_guards("reap", "--min-idle", "30", cwd=app)
+    assert res.returncode == 2
+    assert res.stderr == (
+        "guards: bad --min-idle '30': expected a duration with its unit: 90s, 30m, 2h, 14d or 1w\n"
+    )
+
+
 def test_a_reaper_running_inside_the_worktree_leaves_it(app: Path, tmp_path: Path) -> None:
     wt = add(app, tmp_path / "wt", "s1")
     (wt / "work.txt").write_text("work\n")

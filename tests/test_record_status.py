@@ -274,3 +274,43 @@ def test_status_imports_nothing_heavy(repo: Path) -> None:
     )
     assert res.stderr == "IMPORTED [] 0\n"
     assert '"new.txt"' in res.stdout
+
+
+def _listed(res_stdout: str) -> list[str]:
+    return [line.split()[-1] for line in res_stdout.splitlines()[1:]]
+
+
+def test_status_filters_by_path_relative_to_this_directory(repo: Path) -> None:
+    (repo / "README").write_text("changed\n")
+    (repo / "src" / "app.py").write_text("changed\n")
+    (repo / "src" / "new.py").write_text("new\n")
+    run_guards("record", "--session", "alice", "README", "src/app.py", cwd=repo)
+    res = run_guards("status", "src", cwd=repo)
+    assert res.returncode == 0 and _listed(res.stdout) == ["src/app.py", "src/new.py"]
+    res = run_guards("status", "new.py", cwd=repo / "src")
+    assert _listed(res.stdout) == ["src/new.py"]
+    res = run_guards("status", "--json", "*.py", cwd=repo)
+    assert [p["path"] for p in json.loads(res.stdout)["paths"]] == ["src/app.py", "src/new.py"]
+    # a partial listing never releases the attributions of the paths it left out
+    assert ledger_doc(repo)["paths"][str(repo.resolve())]["README"]["session"] == "alice"
+    res = run_guards("status", "docs", cwd=repo)
+    assert (res.returncode, res.stdout) == (0, "no dirty path matches\n")
+
+
+def test_status_filters_by_owner(repo: Path) -> None:
+    (repo / "README").write_text("changed\n")
+    (repo / "src" / "app.py").write_text("changed\n")
+    (repo / "other.txt").write_text("new\n")
+    run_guards("record", "--session", "alice", "README", cwd=repo)
+    run_guards("record", "--session", "bob", "src/app.py", cwd=repo)
+    assert _listed(run_guards("status", "--owner", "alice", cwd=repo).stdout) == ["README"]
+    assert _listed(run_guards("status", "--owner", "unknown", cwd=repo).stdout) == ["other.txt"]
+    res = run_guards("status", "--owner", "bob", "--json", cwd=repo)
+    assert [p["path"] for p in json.loads(res.stdout)["paths"]] == ["src/app.py"]
+
+
+def test_status_of_a_path_outside_the_repository_is_one_line(repo: Path, tmp_path: Path) -> None:
+    res = run_guards("status", str(tmp_path), cwd=repo)
+    assert (
+        res.returncode == 2 and res.stderr.count("\n") == 1 and "outside repository" in res.stderr
+    )

@@ -136,7 +136,11 @@ def test_drop_deletes_only_the_named_ref(repo: Path) -> None:
     (repo / "README").write_text("x\n")
     a = rescue(repo, ["README"])
     b = rescue(repo, ["README"])
-    proc = run_guards("rescue", "drop", a.ref, cwd=repo)
+    refused = run_guards("rescue", "drop", a.ref, cwd=repo)  # not a terminal, no --yes
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert "give --yes" in refused.stderr
+    assert len(git(repo, "for-each-ref", "refs/rescue").splitlines()) == 2
+    proc = run_guards("rescue", "drop", "--yes", a.ref, cwd=repo)
     assert proc.returncode == 0, proc.stderr
     refs = git(repo, "for-each-ref", "--format=%(refname)", "refs/rescue").split()
     assert refs == [b.ref]
@@ -156,7 +160,13 @@ def test_prune_deletes_only_old_rescues_and_only_when_asked(repo: Path) -> None:
     dry = run_guards("rescue", "prune", "--older-than", "30d", "--dry-run", cwd=repo)
     assert dry.returncode == 0 and f"would drop {old.ref}" in dry.stdout
     assert len(git(repo, "for-each-ref", "refs/rescue").splitlines()) == 2
-    proc = run_guards("rescue", "prune", "--older-than", "30d", cwd=repo)
+    refused = run_guards("rescue", "prune", "--older-than", "30d", cwd=repo)
+    assert refused.returncode == 2 and refused.stderr == (
+        f"guards: drop 1 rescue ref older than 30d ({old.ref})?: not on a terminal to ask; "
+        "give --yes to go ahead\n"
+    )
+    assert len(git(repo, "for-each-ref", "refs/rescue").splitlines()) == 2
+    proc = run_guards("rescue", "prune", "--older-than", "30d", "-y", cwd=repo)
     assert proc.returncode == 0, proc.stderr
     assert git(repo, "for-each-ref", "--format=%(refname)", "refs/rescue").split() == [new.ref]
     assert [e["ref"] for e in Workspace.open(repo).ledger.read().rescues] == [new.ref]
@@ -183,3 +193,86 @@ def test_restore_handles_odd_names(repo: Path) -> None:
     proc = run_guards("rescue", "restore", r.ref, cwd=repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (repo / name).read_text() == "odd\n"
+
+
+def test_prune_durations_need_a_unit(repo: Path) -> None:
+    proc = run_guards("rescue", "prune", "--older-than", "30", "--yes", cwd=repo)
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "guards: bad --older-than '30': expected a duration with its unit: "
+        "90s, 30m, 2h, 14d or 1w\n"
+    )
+
+
+def _on_a_terminal(repo: Path, answer: bytes, *args: str) -> tuple[int, str]:
+    """Run guards with stdin and stderr on a pseudo-terminal, typing ``answer``."""
+    import pty
+    import subprocess
+    import sys
+
+    from tests.helpers import PROJECT_ROOT
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "guards", *args],
+        cwd=repo,
+        stdin=follower,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
+    )
+    os.close(follower)
+    seen = b""
+    while b"[y/N]" not in seen:
+        chunk = os.read(leader, 1024)
+        assert chunk, seen
+        seen += chunk
+    os.write(leader, answer)
+    out, _ = proc.communicate(timeout=60)
+    os.close(leader)
+    assert b"drop " in seen
+    return proc.returncode, out.decode()
+
+
+def test_drop_asks_on_a_terminal_and_no_keeps_the_ref(repo: Path) -> None:
+    (repo / "README").write_text("x\n")
+    r = rescue(repo, ["README"])
+    code, out = _on_a_terminal(repo, b"n\n", "rescue", "drop", r.ref)
+    assert (code, out) == (0, "nothing dropped\n")
+    assert git(repo, "for-each-ref", "--format=%(refname)", "refs/rescue").split() == [r.ref]
+    code, out = _on_a_terminal(repo, b"y\n", "rescue", "drop", "latest")
+    assert code == 0 and out.startswith(f"dropped {r.ref}")
+    assert git(repo, "for-each-ref", "refs/rescue") == ""
+
+
+def test_latest_and_at_n_name_rescues_newest_first(repo: Path) -> None:
+    (repo / "README").write_text("first\n")
+    first = rescue(repo, ["README"])
+    (repo / "README").write_text("second\n")
+    second = rescue(repo, ["README"])
+    ws = Workspace.open(repo)
+    with ws.ledger.transaction() as data:  # the first rescue an hour older
+        for entry in data.rescues:
+            if entry["ref"] == first.ref:
+                entry["time"] = entry["time"] - 3600
+    for name, expected in (("latest", second), ("@1", second), ("@2", first)):
+        proc = run_guards("rescue", "show", "--json", name, cwd=repo)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["rescue"]["ref"] == expected.ref, name
+    listing = run_guards("rescue", "list", cwd=repo).stdout.splitlines()
+    assert listing[1].split()[:2] == ["@1", second.ref]
+    assert listing[2].split()[:2] == ["@2", first.ref]
+    proc = run_guards("rescue", "show", "@3", cwd=repo)
+    assert proc.returncode == 2
+    assert proc.stderr == "guards: no rescue @3: there are only 2 (see `guards rescue list`)\n"
+
+
+def test_list_orders_a_stash_rescue_by_when_it_was_rescued(repo: Path) -> None:
+    (repo / "README").write_text("stashed long ago\n")
+    git(repo, "stash", "-q")  # the stash commit is dated 1700000000 (the seal's date)
+    oid = git(repo, "rev-parse", "stash@{0}").strip()
+    (repo / "README").write_text("paths\n")
+    paths = rescue(repo, ["README"])
+    [kept] = rescue_commits(Workspace.open(repo), [(oid, "stash@{0}", "alice")], command="stash")
+    proc = run_guards("rescue", "list", "--json", cwd=repo)
+    assert [r["ref"] for r in json.loads(proc.stdout)["rescues"]] == [kept.ref, paths.ref]

@@ -196,6 +196,19 @@ def test_policy_block_refuses_and_destroys_nothing(shared: Path) -> None:
     assert rescue_refs(shared) == []
 
 
+def test_a_block_refusal_names_the_first_paths_then_how_many_more(shared: Path) -> None:
+    res = run_via("guards-run", ["reset", "--hard"], shared, env={**BOB, "GUARDS_POLICY": "block"})
+    err = res.stderr.decode()
+    assert "2 paths not provably yours (alice: 1, owner unknown: 1): README, src/app.py;" in err
+    for i in range(3):
+        (shared / f"more-{i}.txt").write_text("more\n")
+    res = run_via("guards-run", ["clean", "-fd"], shared, env={**BOB, "GUARDS_POLICY": "block"})
+    assert res.returncode == 20
+    err = res.stderr.decode()
+    assert "4 paths not provably yours (alice: 1, owner unknown: 3): " in err
+    assert " and 1 more; policy is block" in err
+
+
 def test_policy_warn_runs_git_and_says_what_is_lost(shared: Path) -> None:
     res = run_via("guards-run", ["reset", "--hard"], shared, env={**BOB, "GUARDS_POLICY": "warn"})
     assert res.returncode == 0

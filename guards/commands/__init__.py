@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "log": "log",
     "undo": "undo",
     "explain": "explain",
+    "completion": "completion",
 }
 
 

@@ -28,9 +28,10 @@ def run(args: argparse.Namespace) -> int:
     if ws.caller is None:
         raise UsageError(f"checkpoint of whose work? set {SESSION_ENV} (guards session start)")
     result = checkpoint(ws, ws.caller, message=args.message)
+    unclaimed = _unclaimed(ws) if result.commit is None and not result.failed else 0
     if args.json:
         if result.commit is None:
-            output.dump_json({"checkpoint": None, "paths": []})
+            output.dump_json({"checkpoint": None, "paths": [], "unclaimed": unclaimed})
         else:
             doc = result.to_json()
             output.dump_json(
@@ -51,6 +52,22 @@ def run(args: argparse.Namespace) -> int:
                     }
                 }
             )
+    elif unclaimed:
+        print(
+            f"{result.line()}: {unclaimed} dirty {'path is' if unclaimed == 1 else 'paths are'} "
+            "no one's (guards status); claim yours with guards record PATH... or guards "
+            "record --since-start, then checkpoint again"
+        )
     else:
         print(result.line())
     return ExitCode.OK
+
+
+def _unclaimed(ws: Workspace) -> int:
+    """How many dirty paths nobody owns (work the caller may have forgotten to record)."""
+    from guards.git.dirty import read_dirty
+    from guards.state.attribution import Ownership
+
+    dirty = read_dirty(ws.repo)
+    data, _problem = ws.read_ledger()
+    return sum(o.ownership is Ownership.UNKNOWN for o in ws.owners(dirty, data))

@@ -83,8 +83,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     run_ = sub.add_parser("run", help="every check of one git hook type (what native hooks call)")
     from guards.integrations.native_hooks import NATIVE_CHECKS
 
-    run_.add_argument("hook_type", choices=sorted(NATIVE_CHECKS), metavar="HOOK-TYPE")
-    run_.add_argument("hook_args", nargs=argparse.REMAINDER, metavar="ARG")
+    run_.add_argument(
+        "hook_type",
+        choices=sorted(NATIVE_CHECKS),
+        metavar="HOOK-TYPE",
+        help="the git hook type: " + ", ".join(sorted(NATIVE_CHECKS)),
+    )
+    run_.add_argument(
+        "hook_args", nargs=argparse.REMAINDER, metavar="ARG", help="the arguments git gave the hook"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -29,19 +29,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--min-idle",
         metavar="D",
         default="0",
-        help="only worktrees untouched this long (90, 30m, 2h, 14d)",
+        help="only worktrees untouched this long (90s, 30m, 2h, 14d; default 0)",
     )
     parser.add_argument(
         "--all",
         action="store_true",
         help="every repository guards has been used in on this machine (one line each)",
     )
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--json", action="store_true", help="machine-readable (see README)")
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        min_idle = parse_duration(args.min_idle)
+        min_idle = parse_duration(args.min_idle, unit_required=True)
     except ValueError as e:
         raise UsageError(f"bad --min-idle {args.min_idle!r}: expected {e}") from None
     if args.all:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 HELP = "attribute the current content of paths to a session"
 SOURCES = ("record", "turn", "observed")
+_GLOB = frozenset("*?[")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -30,7 +31,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
         choices=SOURCES,
         help="how the writer is known: named by it (record), a turn boundary, an observation",
     )
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="relative to this directory")
+    parser.add_argument(
+        "--since-start",
+        action="store_true",
+        help="also claim every dirty path changed since the session started that no other "
+        "session owns",
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="relative to this directory; a directory: every dirty path below it; a quoted "
+        "pattern ('src/*.py', '**/*.md'): the dirty paths it matches that no other session owns",
+    )
 
 
 def fast_main(argv: Sequence[str]) -> int | None:
@@ -38,6 +52,7 @@ def fast_main(argv: Sequence[str]) -> int | None:
     (``--help``, anything unusual, a usage error argparse words)."""
     session: str | None = None
     source = "record"
+    quiet = False
     paths: list[str] = []
     rest = list(argv)
     while rest:
@@ -45,6 +60,9 @@ def fast_main(argv: Sequence[str]) -> int | None:
         if arg == "--":
             paths.extend(rest)
             break
+        if arg in ("-q", "--quiet"):
+            quiet = True
+            continue
         if arg in ("--session", "--source") and rest:
             value = rest.pop(0)
         elif arg.startswith(("--session=", "--source=")):
@@ -62,40 +80,89 @@ def fast_main(argv: Sequence[str]) -> int | None:
             return None
     if not paths:
         return None
-    return record(session, source, paths)
+    return record(session, source, paths, quiet=quiet)
 
 
 def run(args: argparse.Namespace) -> int:
-    return record(args.session, args.source, args.paths)
+    if not args.paths and not args.since_start:
+        raise UsageError("record what? give paths, or --since-start")
+    return record(
+        args.session, args.source, args.paths, since_start=args.since_start, quiet=args.quiet
+    )
 
 
-def record(session: str | None, source: str, user_paths: list[str]) -> int:
+def record(
+    session: str | None,
+    source: str,
+    user_paths: list[str],
+    *,
+    since_start: bool = False,
+    quiet: bool = False,
+) -> int:
     from guards.git.repo import discover
     from guards.state import identity
     from guards.state.ledger import Ledger
-    from guards.state.workspace import attribute, repo_relative
+    from guards.state.workspace import attribute, repo_relative, typo_warning
 
     repo = discover()
     session_id = identity.validate_id(session) if session else identity.caller_id()
     if session_id is None:
         raise UsageError(f"which session? give --session or set {identity.SESSION_ENV}")
-    relative = _expand(repo, [repo_relative(repo, p) for p in user_paths])
-    attribute(repo, Ledger(repo.ledger_dir_text, lock_timeout=_lock_timeout(repo)), session_id,
-              relative, source)  # fmt: skip
-    from guards.state.repositories import remember
+    ledger = Ledger(repo.ledger_dir_text, lock_timeout=_lock_timeout(repo))
+    existing: list[str] = []
+    patterns: list[str] = []
+    missing: list[str] = []
+    for user_path in user_paths:
+        rel = repo_relative(repo, user_path)
+        if os.path.lexists(os.path.join(repo.worktree_key, rel) if rel else repo.worktree_key):
+            existing.append(rel)
+        elif _GLOB & set(user_path):
+            patterns.append(rel)
+        else:
+            missing.append(rel)
+    files = _expand(repo, existing)
+    if missing:
+        files.extend(_deletions(repo, missing))
+    notes: list[str] = []
+    if patterns or since_start:
+        claimed, notes = _claims(repo, session_id, patterns, since_start)
+        files.extend(claimed)
+    files = list(dict.fromkeys(files))
+    warning = typo_warning(ledger, session_id, _setting(repo, "session.ttl"))
+    if warning:
+        from guards.output import warn
 
-    remember(repo)  # for `guards doctor --all` and `guards reap --all`
+        warn(warning)
+    if files:
+        attribute(repo, ledger, session_id, files, source)
+        from guards.state.repositories import remember
+
+        remember(repo)  # for `guards doctor --all` and `guards reap --all`
+    if not quiet:
+        what = f"recorded {_count(len(files))} for session {session_id}" if files else (
+            "nothing to record"
+        )  # fmt: skip
+        print("; ".join([what, *notes]))
     return ExitCode.OK
+
+
+def _count(n: int) -> str:
+    return f"{n} path" if n == 1 else f"{n} paths"
 
 
 def _lock_timeout(repo: Repo) -> Callable[[], float]:
     """``ledger.lock_timeout``, read only if the lock is taken (a schema-1 ledger to
     migrate, a journal to fold): the settings cost start-up time."""
+    return _setting(repo, "ledger.lock_timeout")
+
+
+def _setting(repo: Repo, name: str) -> Callable[[], float]:
+    """A duration setting, read only when asked for (the settings cost start-up time)."""
 
     def setting() -> float:
         from guards.config import Config
 
-        return float(Config(repo.ledger_dir_text).get("ledger.lock_timeout"))
+        return float(Config(repo.ledger_dir_text).get(name))
 
     return setting
 
@@ -116,3 +183,30 @@ def _expand(repo: Repo, relative: list[str]) -> list[str]:
 
         files.extend(d.path for d in read_dirty(repo, pathspecs=directories))
     return list(dict.fromkeys(files))
+
+
+def _deletions(repo: Repo, missing: list[str]) -> list[str]:
+    """Paths that are not on disk: recorded when git sees them as dirty (a tracked file
+    deleted, or a deleted directory's tracked files); anything else is a mistake."""
+    from guards.git.dirty import read_dirty
+    from guards.output import show_path
+
+    dirty = [d.path for d in read_dirty(repo, pathspecs=missing)]
+    found: list[str] = []
+    for rel in missing:
+        below = [p for p in dirty if p == rel or p.startswith(rel.rstrip("/") + "/")]
+        if not below:
+            raise UsageError(f"no such file: {show_path(rel)} (and git sees no deleted file there)")
+        found.extend(below)
+    return found
+
+
+def _claims(
+    repo: Repo, session_id: str, patterns: list[str], since_start: bool
+) -> tuple[list[str], list[str]]:
+    """The dirty paths that patterns match or (``since_start``) that changed since the
+    session started, leaving out every path another session owns or last recorded while
+    it is live; and notes on what was left out."""
+    from guards.state.workspace import claimable
+
+    return claimable(repo, session_id, patterns, since_start)

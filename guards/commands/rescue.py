@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 from guards import output
@@ -24,32 +25,39 @@ HELP = "list, show, restore and delete rescues (work saved before a destructive 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    lst = sub.add_parser("list", help="rescue refs, newest first")
+    ref_help = (
+        "the rescue ref (refs/rescue/ may be left out), or latest, @1, @2, ... (newest first)"
+    )
+    yes_help = "do not ask (needed when not on a terminal)"
+    lst = sub.add_parser("list", help="rescue refs, newest first (by rescue time)")
     lst.add_argument("--json", action="store_true", help="machine-readable (see README)")
     lst.add_argument("--owner", metavar="SESSION", help="only rescues of this session")
     show = sub.add_parser("show", help="what a rescue holds and how to restore it")
-    show.add_argument("ref")
-    show.add_argument("--json", action="store_true")
+    show.add_argument("ref", metavar="REF", help=ref_help)
+    show.add_argument("--json", action="store_true", help="machine-readable (see README)")
     restore = sub.add_parser(
         "restore", help="put rescued files back; newer edits are left alone (conflicts)"
     )
-    restore.add_argument("ref")
+    restore.add_argument("ref", metavar="REF", help=ref_help)
     restore.add_argument("paths", nargs="*", metavar="PATH", help="default: every rescued path")
     restore.add_argument("--index", action="store_true", help="restore staged versions too")
-    drop = sub.add_parser("drop", help="delete one rescue ref")
-    drop.add_argument("ref")
+    drop = sub.add_parser("drop", help="delete one rescue ref (asks first)")
+    drop.add_argument("ref", metavar="REF", help=ref_help)
+    drop.add_argument("-y", "--yes", action="store_true", help=yes_help)
     prune = sub.add_parser(
-        "prune", help="delete rescue refs older than a duration, or whose content is elsewhere"
+        "prune",
+        help="delete rescue refs older than a duration, or whose content is elsewhere (asks first)",
     )
-    prune.add_argument("--older-than", metavar="D", help="e.g. 30d, 2w, 12h")
+    prune.add_argument("--older-than", metavar="D", help="with its unit: 12h, 30d, 2w")
     prune.add_argument(
         "--redundant",
         action="store_true",
         help="only rescues whose content is already elsewhere (restored and unchanged, "
         "committed on a branch, pushed to the rescue remote)",
     )
-    prune.add_argument("--owner", metavar="SESSION")
+    prune.add_argument("--owner", metavar="SESSION", help="only rescues of this session")
     prune.add_argument("--dry-run", action="store_true", help="only say what would go")
+    prune.add_argument("-y", "--yes", action="store_true", help=yes_help)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -68,27 +76,28 @@ def run(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     ws = Workspace.open()
-    rescues = read_rescues(ws)
+    numbered = list(enumerate(read_rescues(ws), start=1))
     if args.owner:
-        rescues = [r for r in rescues if r.owner == args.owner]
+        numbered = [(n, r) for n, r in numbered if r.owner == args.owner]
     if args.json:
-        output.dump_json({"rescues": [r.to_json() for r in rescues]})
+        output.dump_json({"rescues": [r.to_json() for _n, r in numbered]})
         return ExitCode.OK
-    if not rescues:
+    if not numbered:
         print("no rescues")
         return ExitCode.OK
     rows = [
         (
+            f"@{n}",
             r.ref,
             r.owner or UNKNOWN,
             str(r.one("Command") or r.log.get("command") or "-"),
             output.age(r.time),
-            str(r.log.get("label") or f"{len(r.paths)} path{'s' if len(r.paths) != 1 else ''}"),
+            _holds(r),
             str(r.log.get("push") or "local"),
         )
-        for r in rescues
+        for n, r in numbered
     ]
-    print(output.table(rows, ("REF", "OWNER", "COMMAND", "AGE", "HOLDS", "PUSH")))
+    print(output.table(rows, ("#", "REF", "OWNER", "COMMAND", "AGE", "HOLDS", "PUSH")))
     return ExitCode.OK
 
 
@@ -167,9 +176,24 @@ def _report_repository(r: Rescue, done: RestoredRepository) -> int:
 # -- drop / prune -----------------------------------------------------------------------------
 
 
+def _confirm(question: str, yes: bool) -> bool:
+    """Destructive maintenance asks on a terminal; elsewhere it needs ``--yes``."""
+    if yes:
+        return True
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        raise UsageError(f"{question}: not on a terminal to ask; give --yes to go ahead")
+    sys.stderr.write(f"{question} [y/N] ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline().strip().lower()
+    return answer in ("y", "yes")
+
+
 def _drop(args: argparse.Namespace) -> int:
     ws = Workspace.open()
     r = resolve(ws, args.ref)
+    if not _confirm(f"drop {r.ref} ({output.age(r.time)}, {_holds(r)})?", args.yes):
+        print("nothing dropped")
+        return ExitCode.OK
     delete_rescue(ws, r)
     print(f"dropped {r.ref} (was {r.commit[:12]}; `git branch keep {r.commit}` while it lasts)")
     return ExitCode.OK
@@ -182,7 +206,7 @@ def _prune(args: argparse.Namespace) -> int:
     cutoff = None
     if args.older_than is not None:
         try:
-            cutoff = time.time() - parse_duration(args.older_than)
+            cutoff = time.time() - parse_duration(args.older_than, unit_required=True)
         except ValueError as e:
             raise UsageError(f"bad --older-than {args.older_than!r}: expected {e}") from None
     doomed = [
@@ -194,6 +218,22 @@ def _prune(args: argparse.Namespace) -> int:
         from guards.protect.rescue.retention import redundant_rescues
 
         doomed = [found.rescue for found in redundant_rescues(ws, doomed)]
+    if doomed and not args.dry_run:
+        which = " and ".join(
+            w
+            for w in (
+                f"older than {args.older_than}" if args.older_than else "",
+                "whose content is elsewhere" if args.redundant else "",
+            )
+            if w
+        )
+        question = (
+            f"drop {len(doomed)} rescue ref{'s' if len(doomed) != 1 else ''} {which} "
+            f"({output.listing([r.ref for r in doomed], 3)})?"
+        )
+        if not _confirm(question, args.yes):
+            print("nothing dropped")
+            return ExitCode.OK
     for r in doomed:
         if not args.dry_run:
             delete_rescue(ws, r)
@@ -202,3 +242,7 @@ def _prune(args: argparse.Namespace) -> int:
     if not doomed:
         print("nothing to prune")
     return ExitCode.OK
+
+
+def _holds(r: Rescue) -> str:
+    return str(r.log.get("label") or f"{len(r.paths)} path{'s' if len(r.paths) != 1 else ''}")

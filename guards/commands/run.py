@@ -36,7 +36,12 @@ the command to git untouched (what it put at risk is still written to `guards lo
 def configure(parser: argparse.ArgumentParser) -> None:
     import argparse
 
-    parser.add_argument("git_args", nargs=argparse.REMAINDER, metavar="GIT_ARGS")
+    parser.add_argument(
+        "git_args",
+        nargs=argparse.REMAINDER,
+        metavar="GIT_ARGS",
+        help="the git command line, as you would give it to git (after an optional --)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ from guards.state import session as sessions
 from guards.state.ledger import op_start
 from guards.state.repositories import remember
 from guards.state.session import Session
-from guards.state.workspace import Workspace, touch_record
+from guards.state.workspace import Workspace, touch_record, typo_warning
 
 HELP = "start, end, list and keep alive writer sessions"
 
@@ -29,18 +29,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=int,
         help="the process whose life is the session's (default: the calling shell or agent)",
     )
+    start.add_argument(
+        "--shell",
+        choices=("sh", "fish"),
+        default="sh",
+        help="the line to print: sh (export ..., for eval) or fish (set -gx ..., for source)",
+    )
     end = sub.add_parser(
         "end",
         help="checkpoint the session's own work (pushed to rescue.remote when set), then "
         "mark it ended (default: $GUARDS_SESSION)",
     )
-    end.add_argument("id", nargs="?")
+    end.add_argument("id", nargs="?", help="the session to end (default: $GUARDS_SESSION)")
     end.add_argument(
         "--no-persist", action="store_true", help="only mark it ended, checkpoint nothing"
     )
     end.add_argument("--json", action="store_true", help="machine-readable result")
     lst = sub.add_parser("list", help="sessions with liveness")
-    lst.add_argument("--json", action="store_true")
+    lst.add_argument("--json", action="store_true", help="machine-readable (see README)")
     beat = sub.add_parser("heartbeat", help="mark the session active now")
     beat.add_argument("--session", help="default: $GUARDS_SESSION")
 
@@ -70,10 +76,24 @@ def _start(args: argparse.Namespace) -> int:
         started=now,
         last_seen=now,
     )
+    _warn_if_typo(ws, session_id)
     ws.ledger.append([op_start(session_id, record.to_json())])
     remember(ws.repo)  # for `guards doctor --all` and `guards reap --all`
-    print(f"export {sessions.SESSION_ENV}={shlex.quote(session_id)}")
+    if args.shell == "fish":
+        print(f"set -gx {sessions.SESSION_ENV} {_fish_quote(session_id)}")
+    else:
+        print(f"export {sessions.SESSION_ENV}={shlex.quote(session_id)}")
     return ExitCode.OK
+
+
+def _fish_quote(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _warn_if_typo(ws: Workspace, session_id: str) -> None:
+    warning = typo_warning(ws.ledger, session_id, lambda: float(ws.config.get("session.ttl")))
+    if warning:
+        output.warn(warning)
 
 
 def _end(args: argparse.Namespace) -> int:
@@ -90,11 +110,12 @@ def _end(args: argparse.Namespace) -> int:
                 "persist": persisted.to_json() if persisted is not None else None,
             }
         )
-    elif persisted is not None:
-        if persisted.failed:
-            output.warn(f"session {session_id} ended; {persisted.line()}")
-        else:
+    elif persisted is not None and persisted.failed:
+        output.warn(f"session {session_id} ended; {persisted.line()}")
+    else:
+        if persisted is not None:
             print(persisted.line())
+        print(f"session {session_id} ended")
     return ExitCode.OK
 
 
@@ -103,6 +124,7 @@ def _heartbeat(args: argparse.Namespace) -> int:
     session_id = sessions.validate_id(args.session) if args.session else ws.caller
     if session_id is None:
         raise UsageError(f"which session? give --session or set {sessions.SESSION_ENV}")
+    _warn_if_typo(ws, session_id)
     ws.ledger.append([touch_record(session_id, time.time())])
     return ExitCode.OK
 

@@ -41,7 +41,7 @@ HELP = "one worktree per writer: add (registered and locked), list, remove safel
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     add = sub.add_parser("add", help="make a worktree for one session, locked while it lives")
-    add.add_argument("path", metavar="PATH")
+    add.add_argument("path", metavar="PATH", help="where the new worktree goes")
     add.add_argument("-b", dest="branch", metavar="BRANCH", help="create this new branch")
     add.add_argument("--from", dest="start", metavar="REF", help="start here (default: HEAD)")
     add.add_argument("--session", help="the owning session (default: $GUARDS_SESSION)")
@@ -51,11 +51,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="run this shell command in the new worktree instead of linking/copying "
         ".worktreeinclude artifacts",
     )
-    add.add_argument("--json", action="store_true")
+    add.add_argument("--json", action="store_true", help="machine-readable result")
     lst = sub.add_parser("list", help="every worktree: owner, alive/dead, dirty, unpushed, locks")
-    lst.add_argument("--json", action="store_true")
+    lst.add_argument("--json", action="store_true", help="machine-readable (see README)")
     rm = sub.add_parser("remove", help="remove a worktree; refuses while work would be lost")
-    rm.add_argument("path", metavar="PATH")
+    rm.add_argument("path", metavar="PATH", help="the worktree to remove")
     how = rm.add_mutually_exclusive_group()
     how.add_argument("--rescue", action="store_true", help="rescue, verify, then remove")
     how.add_argument("--force", action="store_true", help="remove even if work is lost")

@@ -98,12 +98,16 @@ def read_dirty(
     *,
     ignored: bool = False,
     pathspecs: list[str] | None = None,
+    magic: str = "literal",
 ) -> list[DirtyPath]:
-    """Every dirty path of the work tree (untracked files listed one by one)."""
+    """Every dirty path of the work tree (untracked files listed one by one); with
+    ``pathspecs``, those they match: literal names by default (`*` in a name is no
+    glob), or ``magic="glob"`` (shell-like patterns: `*` within a directory, `**`
+    across)."""
     limit = None
     if pathspecs is not None:
-        # `status` has no --pathspec-from-file; literal so that `*` in a name is no glob.
-        limit = ["--", *(f":(literal){p}" for p in pathspecs)]
+        # `status` has no --pathspec-from-file: the pathspecs go on the command line.
+        limit = ["--", *(f":({magic}){p}" for p in pathspecs)]
     return parse_porcelain_v2(
         read_status(lambda args: repo.run(args, check=False), ignored=ignored, limit=limit)
     )
@@ -164,11 +168,13 @@ def _unreadable_submodules(
     return out
 
 
-def start_reading(*, ignored: bool = False) -> git.Pending:
+def start_reading(*, ignored: bool = False, pathspecs: list[str] | None = None) -> git.Pending:
     """:func:`read_dirty` for the repository around the current directory, started in
     the background: porcelain paths are relative to the top level wherever git runs, so
-    the scan can begin before the repository is even discovered."""
-    return git.start(git.status_args(ignored=ignored))
+    the scan can begin before the repository is even discovered. ``pathspecs``: git's
+    own, relative to the current directory (as ``git status -- PATHSPEC``)."""
+    limit = ["--", *pathspecs] if pathspecs else []
+    return git.start([*git.status_args(ignored=ignored), *limit])
 
 
 def finish_reading(started: git.Pending) -> list[DirtyPath]:

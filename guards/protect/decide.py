@@ -174,13 +174,15 @@ def asked_quiet(cmd: GitCommand) -> bool:
 
 
 def summary(foreign: list[AtRisk], commits: list[tuple[str, str]]) -> str:
-    """``3 paths of other writers (alice: 2, owner unknown: 1)`` and commits."""
+    """``4 paths not provably yours (alice: 3, owner unknown: 1): a, b, c and 1 more``
+    and commits."""
     parts = []
     if foreign:
         owners = Counter(a.owner or "owner unknown" for a in foreign)
         who = ", ".join(f"{name}: {n}" for name, n in sorted(owners.items()))
         noun = "path" if len(foreign) == 1 else "paths"
-        parts.append(f"{len(foreign)} {noun} not provably yours ({who})")
+        names = output.listing([output.show_path(a.path) for a in foreign], SHOWN)
+        parts.append(f"{len(foreign)} {noun} not provably yours ({who}): {names}")
     if commits:
         labels = output.listing([label for _, label in commits], SHOWN)
         parts.append(f"{len(commits)} commit(s) that would become unreachable ({labels})")

@@ -32,13 +32,18 @@ class Row(Value):
 
 
 def collect(
-    ws: Workspace, ignored: bool = False, dirty: list[DirtyPath] | None = None
+    ws: Workspace,
+    ignored: bool = False,
+    dirty: list[DirtyPath] | None = None,
+    partial: bool = False,
 ) -> tuple[list[Row], str | None]:
+    """The rows; ``partial``: ``dirty`` is not every dirty path (a pathspec limited it),
+    so attributions of paths missing from it are not taken for clean."""
     if dirty is None:
         dirty = read_dirty(ws.repo, ignored=ignored)
     data, problem = ws.read_ledger()
     owners = ws.owners(dirty, data)
-    if data is not None:
+    if data is not None and not partial:
         release_stale(ws, data, dirty, ignored_listed=ignored)
     top = ws.repo.worktree_key
     rows = []

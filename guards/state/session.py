@@ -15,6 +15,10 @@ import time
 from guards.state.identity import MAX_ID_LENGTH, SESSION_ENV, caller_id, hostname, validate_id
 from guards.values import MutableValue, Value
 
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = [
     "MAX_ID_LENGTH",
     "SESSION_ENV",
@@ -153,6 +157,36 @@ def judge(session_id: str, record: object, ttl: float, now: float | None = None)
     except (TypeError, ValueError):
         return Verdict(Liveness.UNKNOWN)
     return session.verdict(ttl, now)
+
+
+def one_edit_apart(a: str, b: str) -> bool:
+    """Are two different ids one typo apart: one character inserted, deleted, replaced,
+    or two neighbours swapped (``alcie`` / ``alice``)?"""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (
+            len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
+            and a[diff[1]] == b[diff[0]]
+        )  # fmt: skip
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    i = 0
+    while i < len(short) and short[i] == long[i]:
+        i += 1
+    return short[i:] == long[i + 1 :]
+
+
+def near_live(
+    session_id: str, records: dict[str, Any], ttl: float, now: float | None = None
+) -> list[str]:
+    """The live sessions whose ids are one typo away from ``session_id``."""
+    return sorted(
+        other
+        for other, record in records.items()
+        if one_edit_apart(session_id, other)
+        and judge(other, record, ttl, now).liveness is Liveness.LIVE
+    )
 
 
 def _is_int(value: object) -> bool:

@@ -26,7 +26,7 @@ from guards.values import Value
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any
 
     from guards.config import Config
@@ -171,6 +171,26 @@ def touch_record(
     return op_touch(session_id, now, identity.hostname(), label, worktree)
 
 
+def typo_warning(ledger: Ledger, session_id: str, ttl: Callable[[], float]) -> str | None:
+    """When ``session_id`` is new (no ledger file names it) and one typo away from a live
+    session, the warning to print; else None. Cheap for a known session (a byte search),
+    so every ``guards record`` can ask; a new session is new only once."""
+    if ledger.mentions_session(session_id):
+        return None
+    data, _problem = ledger.peek(worktree="\0", rescues=False)  # sessions only
+    if data is None or not data.sessions:
+        return None
+    from guards.state.session import near_live
+
+    near = near_live(session_id, data.sessions, ttl())
+    if not near:
+        return None
+    return (
+        f"new session {session_id!r} is one typo away from live session {near[0]!r}: "
+        f"check {identity.SESSION_ENV} (guards session list)"
+    )
+
+
 def record_paths(
     ws: Workspace, session_id: str, relative: list[str], source: str = "record"
 ) -> None:
@@ -200,3 +220,79 @@ def attribute(
             ),
         ]
     )
+
+
+def claimable(
+    repo: Repo, session_id: str, patterns: list[str], since_start: bool
+) -> tuple[list[str], list[str]]:
+    """For ``guards record PATTERN`` / ``--since-start``: the dirty paths the patterns
+    match (each must match one) or, with ``since_start``, that changed since the session
+    started; never a path another session owns, nor one another live session recorded
+    and someone changed since ("can't see" is not "isn't mine to leave"). Returns the
+    paths and notes on what was left out."""
+    from guards.config import Config
+    from guards.git.dirty import read_dirty
+    from guards.output import show_path
+    from guards.state.attribution import Ownership, classify
+    from guards.state.session import Liveness, judge
+
+    try:
+        data = Ledger(repo.ledger_dir_text).read(repo.toplevel_text, rescues=False)
+    except LedgerUnreadableError as e:
+        raise LedgerUnreadableError(f"{e}: claim paths by name instead") from e
+    candidates: list[str] = []
+    for pattern in patterns:
+        matched = [d.path for d in read_dirty(repo, pathspecs=[pattern], magic="glob")]
+        if not matched:
+            raise UsageError(f"no dirty path matches {show_path(pattern)}")
+        candidates.extend(matched)
+    notes: list[str] = []
+    top = repo.worktree_key
+    if since_start:
+        record = data.sessions.get(session_id)
+        started = record.get("started") if isinstance(record, dict) else None
+        if not isinstance(started, (int, float)):
+            raise UsageError(
+                f"session {session_id} has no start time: start it with guards session "
+                "start, or record paths by name"
+            )
+        deleted = 0
+        for d in read_dirty(repo):
+            try:
+                changed = os.lstat(os.path.join(top, d.path)).st_mtime
+            except OSError:
+                mine = records_here(data, top).get(d.path, {}).get("session") == session_id
+                deleted += not mine  # when it was deleted is unknown: never claimed
+                continue
+            if changed >= started:
+                candidates.append(d.path)
+        if deleted:
+            notes.append(
+                f"left {deleted} deleted {'path' if deleted == 1 else 'paths'} "
+                "(when deleted is unknown: record by name)"
+            )
+    ttl = float(Config(repo.ledger_dir_text).get("session.ttl"))
+    records = records_here(data, top)
+    claimed: list[str] = []
+    others = 0
+    for path in dict.fromkeys(candidates):
+        rec = records.get(path)
+        if rec is not None and rec.get("session") != session_id:
+            owner = classify(rec, os.path.join(top, path), session_id, repo.object_format)
+            recorder = str(rec.get("session"))
+            live = judge(recorder, data.sessions.get(recorder), ttl).liveness is Liveness.LIVE
+            if owner.ownership is Ownership.FOREIGN or live:
+                others += 1
+                continue
+        claimed.append(path)
+    if others:
+        notes.append(
+            f"left {others} {'path' if others == 1 else 'paths'} of other sessions (guards status)"
+        )
+    return claimed, notes
+
+
+def records_here(data: LedgerData, worktree: str) -> Mapping[str, Any]:
+    """The attributions of one worktree's paths."""
+    records: Mapping[str, Any] = data.paths.get(worktree, {})
+    return records

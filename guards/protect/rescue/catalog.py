@@ -92,7 +92,8 @@ class Rescue:
 
 
 def read_rescues(ws: Workspace, pattern: str | None = None) -> list[Rescue]:
-    """Every ref under the rescue namespace, with its trailers and log entry."""
+    """Every ref under the rescue namespace, with its trailers and log entry, newest
+    rescue first (by when it was rescued: a kept stash entry's commit is older)."""
     res = ws.repo.run(
         [
             "for-each-ref",
@@ -111,11 +112,34 @@ def read_rescues(ws: Workspace, pattern: str | None = None) -> list[Rescue]:
         out.append(
             Rescue(ref, fields[i + 1].decode(), created, parse_trailers(message), log.get(ref, {}))
         )
+    out.sort(key=lambda r: (r.time, r.ref), reverse=True)
     return out
 
 
+#: ``guards rescue show latest`` / ``@1`` (the newest), ``@2``, ...: as `rescue list` numbers them.
+LATEST = "latest"
+
+
+def shorthand_index(name: str) -> int | None:
+    """The 1-based position ``latest`` / ``@N`` names in the newest-first list; None
+    for any other name."""
+    if name == LATEST:
+        return 1
+    if name.startswith("@") and name[1:].isdigit() and int(name[1:]) >= 1:
+        return int(name[1:])
+    return None
+
+
 def resolve(ws: Workspace, name: str) -> Rescue:
-    """A rescue by full ref name or by its name under the namespace."""
+    """A rescue by full ref name, by its name under the namespace, or by ``latest`` /
+    ``@N`` (the Nth newest)."""
+    index = shorthand_index(name)
+    if index is not None:
+        rescues = read_rescues(ws)
+        if index > len(rescues):
+            held = f"only {len(rescues)}" if rescues else "none"
+            raise UsageError(f"no rescue {name}: there are {held} (see `guards rescue list`)")
+        return rescues[index - 1]
     ns = namespace(ws)
     candidates = [name] if name.startswith("refs/") else [f"{ns}/{name}", name]
     found = ref_values(ws, candidates)

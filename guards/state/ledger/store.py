@@ -90,6 +90,41 @@ class Ledger:
         """Has anything been written yet?"""
         return os.path.lexists(self._file) or os.path.lexists(self._journal)
 
+    def mentions_session(self, session_id: str) -> bool:
+        """Does any ledger file name this session? A byte search (nothing decoded) of the
+        journals, then of the snapshot's core section: cheap enough for every ``guards
+        record`` (a session's every record touches it in the live journal). True may be
+        a coincidence (a label of that text); False means the session has no record, or
+        the files could not be read."""
+        needle = f'"{session_id}"'.encode()
+        try:
+            names = [n for n in os.listdir(self._directory) if n.startswith(JOURNAL_FILE)]
+        except OSError:
+            return False
+        for name in sorted(names, key=lambda n: n != JOURNAL_FILE):  # the live one first
+            if name != JOURNAL_FILE and not name[len(JOURNAL_FILE) + 1 :].isdigit():
+                continue
+            try:
+                with open(os.path.join(self._directory, name), "rb") as f:
+                    if needle in f.read():
+                        return True
+            except OSError:
+                continue
+        try:
+            with open(self._file, "rb") as f:
+                header = _parse_header(f.readline(), self._file)
+                if header is None:  # schema 1: the whole file is the core
+                    f.seek(0)
+                    return needle in f.read()
+                start = f.tell()
+                for kind, _key, offset, length, _crc, _count in header["sections"]:
+                    if kind == "core":
+                        f.seek(start + offset)
+                        return needle in f.read(length)
+        except (OSError, LedgerFormatError, ValueError, TypeError):
+            pass
+        return False
+
     # -- reading (no lock) ------------------------------------------------------------------
 
     def read(self, worktree: str | None = None, *, rescues: bool = True) -> LedgerData:
