@@ -93,7 +93,7 @@ def test_prune_redundant_drops_only_rescues_whose_content_is_elsewhere(tmp_path:
     assert "prune --redundant" in finding["fix"]
     dry = run_guards("rescue", "prune", "--redundant", "--dry-run", cwd=repo)
     assert dry.stdout.startswith(f"would drop {alice_ref[0]}") and _refs(repo) == before
-    assert run_guards("rescue", "prune", "--redundant", cwd=repo).returncode == 0
+    assert run_guards("rescue", "prune", "--redundant", "--yes", cwd=repo).returncode == 0
     assert _refs(repo) == [r for r in before if r not in alice_ref]
     # Committed on a branch counts too: the staged version and the edited file.
     git(repo, "add", "b.txt")
@@ -104,7 +104,7 @@ def test_prune_redundant_drops_only_rescues_whose_content_is_elsewhere(tmp_path:
     git(repo, "commit", "-qam", "staged b")
     (repo / "b.txt").write_text("staged, then edited\n")
     git(repo, "commit", "-qam", "edited b")
-    assert run_guards("rescue", "prune", "--redundant", cwd=repo).returncode == 0
+    assert run_guards("rescue", "prune", "--redundant", "--yes", cwd=repo).returncode == 0
     assert _refs(repo) == []
 
 

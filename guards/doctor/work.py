@@ -275,7 +275,7 @@ def _redundant_rescues(ctx: Context) -> list[Finding]:
             "rescues-redundant",
             f"{plural(len(refs), 'rescue ref')} hold nothing that is not already elsewhere "
             f"(restored, committed or pushed): {listing(refs)}",
-            "guards rescue prune --redundant --dry-run, then guards rescue prune --redundant",
+            "guards rescue prune --redundant --dry-run, then guards rescue prune --redundant --yes",
             {"refs": refs, "where": {r.rescue.ref: list(r.where) for r in found}},
         )
     ]
