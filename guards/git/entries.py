@@ -11,44 +11,50 @@ every stage of the path).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from guards import git
 from guards.git.objects import ZERO_MODE, zero_oid
+from guards.values import Value
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(Value):
     """A tree or index entry: mode (octal text, as git prints it) and object id."""
 
-    mode: str
-    oid: str
+    __slots__ = ("mode", "oid")
+
+    def __init__(self, mode: str, oid: str) -> None:
+        self.mode = mode
+        self.oid = oid
 
 
 #: A path's state in a tree or index: an entry, or None when the path is absent.
 State = Entry | None
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(Value):
     """A path's change between two trees (or a tree and the index)."""
 
-    old: State
-    new: State
-    status: str
+    __slots__ = ("new", "old", "status")
+
+    def __init__(self, old: State, new: State, status: str) -> None:
+        self.old = old
+        self.new = new
+        self.status = status
 
 
-@dataclass(frozen=True)
-class IndexEntry:
+class IndexEntry(Value):
     """One record of ``ls-files -s``: a path at a stage (0, or 1-3 in a conflict)."""
 
-    path: str
-    entry: Entry
-    stage: int
+    __slots__ = ("entry", "path", "stage")
+
+    def __init__(self, path: str, entry: Entry, stage: int) -> None:
+        self.path = path
+        self.entry = entry
+        self.stage = stage
 
 
 def index_entries(data: bytes) -> Iterator[IndexEntry]:
