@@ -100,10 +100,17 @@ def main(harness: str, raw: bytes) -> int:
         return _dispatch(harness, name, event)
     except Exception as e:  # a hook must answer, whatever happened
         message = _one_line(e)
-        if name in TOOL_STARTS and "git" in json.dumps(event.get("tool_input")).lower():
+        if name in TOOL_STARTS and _guarded_text(json.dumps(event.get("tool_input"))):
             return _deny(harness, f"guards could not check this command ({message})")
         _say(f"guards agent-hook: {name}: {message}")
         return HOOK_ERROR
+
+
+def _guarded_text(text: str) -> bool:
+    """Whether a shell line could run git or destroy files: only then is it parsed."""
+    from guards.predict.shell_files import could_destroy_files
+
+    return "git" in text.lower() or could_destroy_files(text)
 
 
 def _dispatch(harness: str, name: str, event: dict[str, Any]) -> int:
@@ -220,7 +227,7 @@ def _pre_shell(harness: str, event: dict[str, Any]) -> int:
     rescued: list[str] = []
     dirs = [cwd]
     receipts: list[str] = []
-    if "git" in command.lower():
+    if _guarded_text(command):
         from guards.protect.guard import guard_line
 
         verdict = guard_line(command, cwd)

@@ -190,11 +190,21 @@ def summary(foreign: list[AtRisk], commits: list[tuple[str, str]]) -> str:
     return " and ".join(parts)
 
 
-def protect(cmd: GitCommand, radius: BlastRadius, *, report: bool = True) -> list[RescueResult]:
+def protect(
+    cmd: GitCommand,
+    radius: BlastRadius,
+    *,
+    report: bool = True,
+    label: str | None = None,
+    rescuable: bool = True,
+) -> list[RescueResult]:
     """Rescue, refuse or warn as the policy says; return when git may run.
 
     Returns what was rescued (empty when nothing was at risk or the policy is warn);
     ``report=False`` keeps the rescue lines off stderr (the agent hook returns them).
+    ``label`` names a command that is not git (a shell line's ``rm -rf src``);
+    ``rescuable`` False: the command would destroy the repository that would hold the
+    rescue as well, so work at risk refuses it whatever the policy.
     """
     ws = Workspace.open(cwd=radius.worktree or cmd.cwd)
     at_risk = [a for a in classify_radius(ws, radius) if a.ownership is not Ownership.MINE]
@@ -214,16 +224,22 @@ def protect(cmd: GitCommand, radius: BlastRadius, *, report: bool = True) -> lis
         return []
     what = summary(at_risk, commits)
     verb = "move away" if radius.moves and not commits else "destroy"
+    shown = label if label is not None else f"git {describe(cmd)}"
     policy = ws.config.policy
+    if not rescuable:
+        raise RefusedError(
+            f"refused `{shown}`: it would {verb} {what}, and the repository that would "
+            f"hold their rescue with them; commit or move that work first ({OVERRIDE_HINT})"
+        )
     if policy == Policy.BLOCK:
         raise RefusedError(
-            f"refused `git {describe(cmd)}`: it would {verb} {what}; policy is block "
+            f"refused `{shown}`: it would {verb} {what}; policy is block "
             f"(GUARDS_POLICY=rescue rescues it first and runs; {OVERRIDE_HINT})"
         )
     if policy == Policy.WARN:
-        output.warn(f"`git {describe(cmd)}` is about to {verb} {what} (policy warn: no rescue)")
+        output.warn(f"`{shown}` is about to {verb} {what} (policy warn: no rescue)")
         return []
-    return _rescue(ws, cmd, at_risk, commits, report=report)
+    return _rescue(ws, cmd, at_risk, commits, report=report, label=label)
 
 
 def _rescue(
@@ -233,10 +249,13 @@ def _rescue(
     commits: list[tuple[str, str]],
     *,
     report: bool = True,
+    label: str | None = None,
 ) -> list[RescueResult]:
     from guards.protect.rescue import AtRiskPath, report_line, rescue_commits, rescue_paths
 
-    label = describe(cmd)
+    label = label if label is not None else describe(cmd)
+    if len(label) > 60:
+        label = label[:57] + "..."
     results: list[RescueResult] = []
     if at_risk:
         results += rescue_paths(ws, [AtRiskPath(a.path, a.owner) for a in at_risk], command=label)

@@ -106,11 +106,13 @@ def guard_line(line: str, cwd: str, env: Mapping[str, str] | None = None) -> Ver
     decides what is *mine*). Rescues happen here, before the line runs.
     """
     from guards.predict.shell import analyze
+    from guards.predict.shell_files import could_destroy_files
 
     env = dict(os.environ if env is None else env)
-    found = analyze(line, cwd, env)
+    files = could_destroy_files(line)
+    found = analyze(line, cwd, env, files=files)
     verdict = Verdict(dirs=found.dirs)
-    if not found.runs_git:
+    if not found.runs_git and not found.files and not found.blind:
         return verdict
     from guards.errors import GuardsError
 
@@ -126,6 +128,14 @@ def guard_line(line: str, cwd: str, env: Mapping[str, str] | None = None) -> Ver
                 verdict.deny = f"refused: {item.reason}, in a directory the line does not show"
                 return verdict
             _guard_everything(item.cwd, env, f"({item.reason})", verdict, guarded_everything)
+        if found.files or found.blind:
+            from guards.protect.file_guard import Refused, guard_files
+
+            try:
+                for where, result in guard_files(found, env, guarded_everything):
+                    _report([result], verdict, where)
+            except Refused as e:
+                verdict.deny = str(e)
     except GuardsError as e:
         verdict.deny = str(e)
     return verdict
