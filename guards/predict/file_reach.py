@@ -23,11 +23,14 @@ if TYPE_CHECKING:
 class Reach(Value):
     """An absolute path a command can destroy; with ``subtree``, everything below it."""
 
-    __slots__ = ("path", "subtree")
+    __slots__ = ("path", "subtree", "widened")
 
-    def __init__(self, path: str, subtree: bool = False) -> None:
+    def __init__(self, path: str, subtree: bool = False, widened: bool = False) -> None:
         self.path = path
         self.subtree = subtree
+        #: The command's whole directory, because an operand is unknown: the work tree
+        #: content below it, not the repository itself.
+        self.widened = widened
 
 
 def reach(call: FileCall) -> list[Reach] | None:
@@ -35,7 +38,7 @@ def reach(call: FileCall) -> list[Reach] | None:
     if call.cwd is None:
         return None
     if not call.known:
-        return [Reach(call.cwd, subtree=True)]
+        return _unknown(call, call.cwd)
     handler = _HANDLERS.get(call.name)
     if handler is None:
         return []
@@ -49,12 +52,34 @@ def moved(call: FileCall) -> list[Reach]:
     if call.name != "mv" or call.cwd is None:
         return []
     if not call.known:
-        return [Reach(call.cwd, subtree=True)]
+        return _unknown(call, call.cwd)
     operands, _, target = _options(
         [a for a in call.args if a is not None], "St", long_values=("target-directory", "suffix")
     )
     sources = operands if target is not None else operands[:-1]
     return [Reach(_abs(call.cwd, s), subtree=True) for s in sources]
+
+
+def _unknown(call: FileCall, cwd: str) -> list[Reach]:
+    """An operand only bash knows: below everything it may name. With a known start
+    (``/tmp/out-$$``), each existing path that starts so; with none, all of the command's
+    directory. Its known operands count whole too: which one is what is not known."""
+    found: list[Reach] = []
+    if call.more_args or "" in call.prefixes or not call.prefixes:
+        found.append(Reach(cwd, subtree=True, widened=True))
+    for prefix in call.prefixes:
+        if not prefix:
+            continue
+        start = _abs(cwd, prefix) + ("/" if prefix.endswith("/") else "")
+        folder, head = os.path.split(start)
+        try:
+            names = os.listdir(folder or "/")
+        except OSError:
+            continue
+        found += [Reach(os.path.join(folder, n), subtree=True) for n in names if n.startswith(head)]
+    words = [a for a in call.args if a is not None and not a.startswith("-")]
+    found += [Reach(_abs(cwd, a), subtree=True) for a in words if call.name != "find" or a]
+    return found
 
 
 def _abs(cwd: str, path: str) -> str:
@@ -151,10 +176,12 @@ def _copy(name: str) -> Callable[[str, list[str]], list[Reach]]:
                     return []  # the command fails: more than one source needs a directory
                 return [_landing(cwd, sources[0], dest_abs, recursive, name)]
             target = dest
+        else:
+            sources = operands
         into = _abs(cwd, target)
         return [
             _landing(cwd, s, os.path.join(into, os.path.basename(_abs(cwd, s))), recursive, name)
-            for s in operands
+            for s in sources
         ]
 
     return handler

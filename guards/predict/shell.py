@@ -442,7 +442,9 @@ class _Parser:
         ):
             text = f"{op} {target.word.raw}"
             where = expand(target.word, value, state.cwd)
-            self.result.files.append(FileCall(REDIRECT, tuple(where), state.cwd, text))
+            prefixes = (self._known_prefix(target.word, state),) if value is None else ()
+            call = FileCall(REDIRECT, tuple(where), state.cwd, text, prefixes=prefixes)
+            self.result.files.append(call)
         return op, target.word
 
     def simple_command(self, state: _State, enders: tuple[str, ...], piped: bool) -> None:
@@ -789,11 +791,33 @@ class _Parser:
         aligned = len(how.words) == len(args) + 1
         words: list[Word | None] = list(how.words[1:]) if aligned else [None] * len(args)
         expanded: list[str | None] = []
+        prefixes: list[str] = []
         for word, value in zip(words, args, strict=True):
             expanded += expand(word, value, state.cwd)
+            if value is None:
+                prefixes.append("" if word is None else self._known_prefix(word, state))
         text = " ".join(w.raw for w in how.words) if aligned else name
-        call = FileCall(name, tuple(expanded), state.cwd, text, how.more_args)
+        call = FileCall(name, tuple(expanded), state.cwd, text, how.more_args, tuple(prefixes))
         self.result.files.append(call)
+
+    def _known_prefix(self, word: Word, state: _State) -> str:
+        """What a word only bash can resolve surely starts with (``/tmp/out-$$``:
+        ``/tmp/out-``); "" when nothing is known."""
+        out = []
+        for part in word.parts:
+            if part.kind == "lit":
+                if not part.quoted and set(part.text) & set("*?[{"):
+                    break
+                out.append(part.text)
+            elif part.kind == "var":
+                value = state.vars.get(part.text, self._env_value(part.text, state))
+                if value is None:
+                    break
+                out.append(value)
+            else:
+                break
+        prefix = "".join(out)
+        return "" if prefix.startswith("~") else prefix
 
     def _find(self, state: _State, how: _Invocation, args: list[str | None]) -> None:
         i = 0

@@ -51,7 +51,7 @@ class FileCall(Value):
     redirection), its arguments after expansion (a glob gives its matches; None: only
     bash knows), the directory it runs in (None: a ``cd`` the line does not show)."""
 
-    __slots__ = ("args", "cwd", "more_args", "name", "text")
+    __slots__ = ("args", "cwd", "more_args", "name", "prefixes", "text")
 
     def __init__(
         self,
@@ -60,6 +60,7 @@ class FileCall(Value):
         cwd: str | None,
         text: str,
         more_args: bool = False,
+        prefixes: tuple[str, ...] = (),
     ) -> None:
         self.name = name
         self.args = args
@@ -68,6 +69,8 @@ class FileCall(Value):
         self.text = text
         #: ``xargs``/``find -exec`` add operands only known when it runs.
         self.more_args = more_args
+        #: What each unknown argument surely starts with ("": nothing known).
+        self.prefixes = prefixes
 
     @property
     def known(self) -> bool:

@@ -67,7 +67,7 @@ def _line_reach(found: Analysis) -> tuple[list[Reach], list[str]]:
     for item in found.blind:
         if item.cwd is None:
             raise Refused(f"refused: {item.reason}, in a directory the line does not show")
-        reaches.append(Reach(item.cwd, subtree=True))
+        reaches.append(Reach(item.cwd, subtree=True, widened=True))
         labels.append(f"({item.reason})")
     return reaches, labels
 
@@ -156,7 +156,9 @@ def _guard_worktree(
     # The rescue lives in the repository's own directory: gone with it, it saves nothing.
     holders = {os.path.realpath(repo.common_dir_text), os.path.realpath(repo.git_dir_text)}
     rescuable = not any(
-        r.subtree and inside(h, os.path.realpath(r.path)) is not None for r in live for h in holders
+        r.subtree and not r.widened and inside(h, os.path.realpath(r.path)) is not None
+        for r in live
+        for h in holders
     )
     cmd = GitCommand(
         argv=[],
