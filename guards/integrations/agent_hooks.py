@@ -6,7 +6,8 @@ One handler for every hook event the harness sends (Gemini CLI's names in bracke
 ``write_file``, ``replace``):
 
 - ``PreToolUse`` / shell tool: every git invocation in the line that could destroy
-  work is guarded before the line runs (rescue then let it run, saying what was
+  work, and every command that destroys files without git (``rm``, ``find -delete``,
+  ``> file``, ...: guards.protect.file_guard), is guarded before the line runs (rescue then let it run, saying what was
   rescued; or deny with the reason). A line that could run git but cannot be read is
   treated as destructive. The line's start time is kept for observed attribution, and a
   receipt of each rescue for the line's own ``guards run`` (the shim), which then does
@@ -31,7 +32,8 @@ context from BeforeTool, so a rescue is told after the line ran (AfterTool), as 
 Codex. It puts no session id in its shell commands' environment: they stay unidentified
 (the hook itself acts as the session).
 
-The hot path (a shell line that does not mention git) imports nothing but ``json``
+The hot path (a shell line that neither mentions git nor names a command destroying
+files, nor holds a ``>``) imports nothing but ``json`` and guards.predict.shell_files,
 and runs no git. Run it as ``python -m guards.commands.agent_hook claude`` to skip
 the command-line parser as well.
 """
