@@ -5,13 +5,13 @@ One handler for every hook event the harness sends (Gemini CLI's names in bracke
 ``BeforeTool``, ``AfterTool``, ``BeforeAgent``; its tools ``run_shell_command``,
 ``write_file``, ``replace``):
 
-- ``PreToolUse`` / shell tool: every git invocation in the line that could destroy
-  work, and every command that destroys files without git (``rm``, ``find -delete``,
-  ``> file``, ...: guards.protect.file_guard), is guarded before the line runs (rescue then let it run, saying what was
-  rescued; or deny with the reason). A line that could run git but cannot be read is
-  treated as destructive. The line's start time is kept for observed attribution, and a
-  receipt of each rescue for the line's own ``guards run`` (the shim), which then does
-  not rescue the same work again (guards.protect.receipts).
+- ``PreToolUse`` / shell tool: every git invocation in the line that could destroy work,
+  and every command that destroys files without git (``rm``, ``find -delete``, ``>
+  file``, ...: guards.protect.file_guard), is guarded before the line runs (rescue then
+  let it run, saying what was rescued; or deny with the reason). A line that could run
+  git but cannot be read is treated as destructive. The line's start time is kept for
+  observed attribution, and a receipt of each rescue for the line's own ``guards run``
+  (the shim), which then does not rescue the same work again (guards.protect.receipts).
 - ``PostToolUse`` / Write, Edit, MultiEdit, NotebookEdit (Claude), ``apply_patch``
   (Codex): the edited files are recorded for the session (exact attribution).
 - ``PostToolUse`` / shell tool, and Claude's ``PostToolUseFailure`` (sent instead of
