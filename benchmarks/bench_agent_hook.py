@@ -2,8 +2,11 @@
 
 The harness starts the hook before each shell command, so its floor is what any Python
 hook pays: start the interpreter and read the event JSON. Measured side by side, in
-rotation: a line without git (target: <= 1.5x that floor), ``git status`` (a git call
-that cannot destroy anything), and a destructive line with nothing at risk.
+rotation: a line without git (target: <= 1.5x that floor), the same line without its
+``| tee`` (no command that destroys files either: never parsed), ``git status`` (a git
+call that cannot destroy anything), a destructive git line with nothing at risk, and
+destructive non-git lines: ``rm -rf`` of a directory outside the repository (parsed, no
+git call) and inside it with nothing dirty there (one ``git status`` for the reach).
 
 Bytecode is cached in a temporary directory (the sandbox sets PYTHONDONTWRITEBYTECODE,
 which an installed guards never suffers from).
@@ -57,6 +60,9 @@ def main() -> None:
         run_env.pop("PYTHONDONTWRITEBYTECODE", None)
         floor = "import json, sys; json.load(sys.stdin)"
         no_git = event(repo, "ls -la && npm test -- --watch=false | tee test.log")
+        plain = event(repo, "ls -la && npm test -- --watch=false")
+        rm_outside = event(repo, f"rm -rf {tmp}/scratch && mkdir {tmp}/scratch")
+        rm_inside = event(repo, "rm -rf d0000 build")
         status = event(repo, "git status")
         reset = event(repo, "git reset --hard")
         commands: dict[str, tuple[list[str], bytes]] = {
@@ -65,6 +71,9 @@ def main() -> None:
             "git status": (["git", "status"], b""),
             "agent-hook: line without git": (HOOK, no_git),
             "agent-hook: line without git (guards CLI)": (CLI, no_git),
+            "agent-hook: no git, no destroyer": (HOOK, plain),
+            "agent-hook: rm -rf outside the repository": (HOOK, rm_outside),
+            "agent-hook: rm -rf in the repository, nothing at risk": (HOOK, rm_inside),
             "agent-hook: git status": (HOOK, status),
             "agent-hook: git reset --hard, nothing at risk": (HOOK, reset),
         }
@@ -74,6 +83,9 @@ def main() -> None:
     for name in (
         "agent-hook: line without git",
         "agent-hook: line without git (guards CLI)",
+        "agent-hook: no git, no destroyer",
+        "agent-hook: rm -rf outside the repository",
+        "agent-hook: rm -rf in the repository, nothing at risk",
         "agent-hook: git status",
         "agent-hook: git reset --hard, nothing at risk",
     ):

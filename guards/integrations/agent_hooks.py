@@ -5,12 +5,13 @@ One handler for every hook event the harness sends (Gemini CLI's names in bracke
 ``BeforeTool``, ``AfterTool``, ``BeforeAgent``; its tools ``run_shell_command``,
 ``write_file``, ``replace``):
 
-- ``PreToolUse`` / shell tool: every git invocation in the line that could destroy
-  work is guarded before the line runs (rescue then let it run, saying what was
-  rescued; or deny with the reason). A line that could run git but cannot be read is
-  treated as destructive. The line's start time is kept for observed attribution, and a
-  receipt of each rescue for the line's own ``guards run`` (the shim), which then does
-  not rescue the same work again (guards.protect.receipts).
+- ``PreToolUse`` / shell tool: every git invocation in the line that could destroy work,
+  and every command that destroys files without git (``rm``, ``find -delete``, ``>
+  file``, ...: guards.protect.file_guard), is guarded before the line runs (rescue then
+  let it run, saying what was rescued; or deny with the reason). A line that could run
+  git but cannot be read is treated as destructive. The line's start time is kept for
+  observed attribution, and a receipt of each rescue for the line's own ``guards run``
+  (the shim), which then does not rescue the same work again (guards.protect.receipts).
 - ``PostToolUse`` / Write, Edit, MultiEdit, NotebookEdit (Claude), ``apply_patch``
   (Codex): the edited files are recorded for the session (exact attribution).
 - ``PostToolUse`` / shell tool, and Claude's ``PostToolUseFailure`` (sent instead of
@@ -31,7 +32,8 @@ context from BeforeTool, so a rescue is told after the line ran (AfterTool), as 
 Codex. It puts no session id in its shell commands' environment: they stay unidentified
 (the hook itself acts as the session).
 
-The hot path (a shell line that does not mention git) imports nothing but ``json``
+The hot path (a shell line that neither mentions git nor names a command destroying
+files, nor holds a ``>``) imports nothing but ``json`` and guards.predict.shell_files,
 and runs no git. Run it as ``python -m guards.commands.agent_hook claude`` to skip
 the command-line parser as well.
 """
@@ -100,10 +102,17 @@ def main(harness: str, raw: bytes) -> int:
         return _dispatch(harness, name, event)
     except Exception as e:  # a hook must answer, whatever happened
         message = _one_line(e)
-        if name in TOOL_STARTS and "git" in json.dumps(event.get("tool_input")).lower():
+        if name in TOOL_STARTS and _guarded_text(json.dumps(event.get("tool_input"))):
             return _deny(harness, f"guards could not check this command ({message})")
         _say(f"guards agent-hook: {name}: {message}")
         return HOOK_ERROR
+
+
+def _guarded_text(text: str) -> bool:
+    """Whether a shell line could run git or destroy files: only then is it parsed."""
+    from guards.predict.shell_files import could_destroy_files
+
+    return "git" in text.lower() or could_destroy_files(text)
 
 
 def _dispatch(harness: str, name: str, event: dict[str, Any]) -> int:
@@ -220,7 +229,7 @@ def _pre_shell(harness: str, event: dict[str, Any]) -> int:
     rescued: list[str] = []
     dirs = [cwd]
     receipts: list[str] = []
-    if "git" in command.lower():
+    if _guarded_text(command):
         from guards.protect.guard import guard_line
 
         verdict = guard_line(command, cwd)

@@ -23,6 +23,15 @@ import itertools
 import os
 import re
 
+from guards.predict.shell_files import (
+    DESTROYERS,
+    FIND_DESTROYERS,
+    REDIRECT,
+    TRUNCATING,
+    FileCall,
+    expand,
+    names_destroyer,
+)
 from guards.predict.shell_lexer import (
     NAME,
     REDIRECTS,
@@ -123,13 +132,18 @@ class Opaque(Value):
 
 
 class Analysis(MutableValue):
-    """Every git call a line makes, what could run git unseen, where it works."""
+    """Every git call a line makes, what could run git unseen, where it works; when asked,
+    the commands that destroy files (:mod:`guards.predict.shell_files`) and what could
+    run one unseen."""
 
-    __slots__ = ("calls", "dirs", "opaque")
+    __slots__ = ("blind", "calls", "dirs", "files", "opaque")
 
     def __init__(self, dirs: list[str] | None = None) -> None:
         self.calls: list[GitCall] = []
         self.opaque: list[Opaque] = []
+        self.files: list[FileCall] = []
+        #: Like ``opaque``, for a line that names a command destroying files.
+        self.blind: list[Opaque] = []
         #: Every directory the line may work in (its start and each ``cd``).
         self.dirs = [] if dirs is None else dirs
 
@@ -185,21 +199,31 @@ def mentions_git(text: str) -> bool:
     return "git" in text.lower()
 
 
-def analyze(line: str, cwd: str, env: Mapping[str, str] | None = None) -> Analysis:
-    """Every git invocation in ``line`` run by bash in ``cwd`` (never raises)."""
+def analyze(
+    line: str, cwd: str, env: Mapping[str, str] | None = None, *, files: bool = False
+) -> Analysis:
+    """Every git invocation in ``line`` run by bash in ``cwd`` (never raises); with
+    ``files``, every command destroying files as well."""
     env = os.environ if env is None else env
     result = Analysis(dirs=[cwd])
-    if not mentions_git(line):
+    if not mentions_git(line) and not files:
         return result  # nothing can name git: the common case costs a substring test
     state = _State(cwd=cwd, vars={}, exported={})
-    _Parser(line, state, result, env).run()
+    _Parser(line, state, result, env, files=files).run()
     return result
 
 
 class _Parser:
     def __init__(
-        self, text: str, state: _State, result: Analysis, env: Mapping[str, str], depth: int = 0
+        self,
+        text: str,
+        state: _State,
+        result: Analysis,
+        env: Mapping[str, str],
+        depth: int = 0,
+        files: bool = False,
     ) -> None:
+        self.files = files
         self.lexer = Lexer(text)
         self.text = text
         self.state = state
@@ -252,9 +276,11 @@ class _Parser:
     def opaque(self, reason: str, cwd: str | None) -> None:
         if mentions_git(self.text):
             self.result.opaque.append(Opaque(reason, cwd))
+        if self.files and names_destroyer(self.text):
+            self.result.blind.append(Opaque(reason, cwd))
 
     def nested(self, program: str, state: _State) -> None:
-        _Parser(program, state, self.result, self.env, self.depth + 1).run()
+        _Parser(program, state, self.result, self.env, self.depth + 1, self.files).run()
 
     # -- grammar --------------------------------------------------------------
 
@@ -408,7 +434,17 @@ class _Parser:
             self.lexer.pending.append(doc)
             self.deferred.append(functools.partial(self._heredoc_data, doc, state.cwd))
             return op, doc
-        self.resolve(target.word, state)
+        value = self.resolve(target.word, state)
+        if (
+            self.files
+            and op in TRUNCATING
+            and not (op == ">&" and value is not None and (value.isdigit() or value == "-"))
+        ):
+            text = f"{op} {target.word.raw}"
+            where = expand(target.word, value, state.cwd)
+            prefixes = (self._known_prefix(target.word, state),) if value is None else ()
+            call = FileCall(REDIRECT, tuple(where), state.cwd, text, prefixes=prefixes)
+            self.result.files.append(call)
         return op, target.word
 
     def simple_command(self, state: _State, enders: tuple[str, ...], piped: bool) -> None:
@@ -528,6 +564,9 @@ class _Parser:
         if name in ("git", "git.exe"):
             env = tuple(sorted({**state.exported, **dict(how.assigns)}.items()))
             self.result.calls.append(GitCall(tuple(args), state.cwd, env, how.more_args))
+            return
+        if self.files and name in DESTROYERS and name != "find":
+            self._file_call(name, state, how, args)
             return
         if how.more_args and name in {"eval", "xargs", "find", "env"} | set(WRAPPERS):
             self.opaque(f"{name} with arguments only known when it runs", state.cwd)
@@ -745,20 +784,61 @@ class _Parser:
         words = how.words if args[i:] else []
         self._rest(state, _Invocation(how.assigns, words, how.redirects, False, True), tail)
 
+    def _file_call(
+        self, name: str, state: _State, how: _Invocation, args: list[str | None]
+    ) -> None:
+        """Record a command that destroys files, its globs expanded as bash would."""
+        aligned = len(how.words) == len(args) + 1
+        words: list[Word | None] = list(how.words[1:]) if aligned else [None] * len(args)
+        expanded: list[str | None] = []
+        prefixes: list[str] = []
+        for word, value in zip(words, args, strict=True):
+            expanded += expand(word, value, state.cwd)
+            if value is None:
+                prefixes.append("" if word is None else self._known_prefix(word, state))
+        text = " ".join(w.raw for w in how.words) if aligned else name
+        call = FileCall(name, tuple(expanded), state.cwd, text, how.more_args, tuple(prefixes))
+        self.result.files.append(call)
+
+    def _known_prefix(self, word: Word, state: _State) -> str:
+        """What a word only bash can resolve surely starts with (``/tmp/out-$$``:
+        ``/tmp/out-``); "" when nothing is known."""
+        out = []
+        for part in word.parts:
+            if part.kind == "lit":
+                if not part.quoted and set(part.text) & set("*?[{"):
+                    break
+                out.append(part.text)
+            elif part.kind == "var":
+                value = state.vars.get(part.text, self._env_value(part.text, state))
+                if value is None:
+                    break
+                out.append(value)
+            else:
+                break
+        prefix = "".join(out)
+        return "" if prefix.startswith("~") else prefix
+
     def _find(self, state: _State, how: _Invocation, args: list[str | None]) -> None:
         i = 0
+        destroys = self.files and "-delete" in args
         while i < len(args):
             if args[i] in ("-exec", "-execdir", "-ok", "-okdir"):
                 j = i + 1
                 while j < len(args) and args[j] not in (";", "+"):
                     j += 1
                 program = [a if a != "{}" else None for a in args[i + 1 : j]]
-                if program:
+                head = program[0] if program else None
+                if self.files and head is not None and os.path.basename(head) in FIND_DESTROYERS:
+                    destroys = True  # find's own record below covers what it finds
+                elif program:
                     tail_words = how.words[1 + i + 1 : 1 + j]
                     self.execute(state, _Invocation(how.assigns, tail_words, [], False), program)
                 i = j + 1
             else:
                 i += 1
+        if destroys:
+            self._file_call("find", state, how, args)
 
 
 # ---------------------------------------------------------------------------

@@ -228,10 +228,23 @@ class Decision:
     message: str
     #: the rescue line goes to stderr
     report: bool
+    #: how messages name the command (a shell line's ``rm -rf src``; None: git's)
+    label: str | None = None
 
 
-def decide(cmd: GitCommand, radius: BlastRadius, *, report: bool = True) -> Decision:
-    """What the policy says about ``radius``, changing nothing."""
+def decide(
+    cmd: GitCommand,
+    radius: BlastRadius,
+    *,
+    report: bool = True,
+    label: str | None = None,
+    rescuable: bool = True,
+) -> Decision:
+    """What the policy says about ``radius``, changing nothing.
+
+    ``label`` names a command that is not git (a shell line's ``rm -rf src``);
+    ``rescuable`` False: the command would destroy the repository that would hold the
+    rescue as well, so work at risk refuses it whatever the policy."""
     ws = Workspace.open(cwd=radius.worktree or cmd.cwd)
     classified = classify_radius(ws, radius)
     at_risk = [a for a in classified if a.ownership is not Ownership.MINE]
@@ -251,23 +264,28 @@ def decide(cmd: GitCommand, radius: BlastRadius, *, report: bool = True) -> Deci
     policy = ws.config.policy
     decision = Decision(
         cmd, ws, radius, Action.NOTHING, policy, at_risk, mine, commits, hollow, held, "", "",
-        report,
+        report, label,
     )  # fmt: skip
     if not at_risk and not commits:
         return decision
     decision.what = what = summary(at_risk, commits)
     verb = "move away" if radius.moves and not commits else "destroy"
-    if policy == Policy.BLOCK:
+    shown = label if label is not None else f"git {describe(cmd)}"
+    if not rescuable:
         decision.action = Action.REFUSE
         decision.message = (
-            f"refused `git {describe(cmd)}`: it would {verb} {what}; policy is block "
+            f"refused `{shown}`: it would {verb} {what}, and the repository that would "
+            f"hold their rescue with them; commit or move that work first ({OVERRIDE_HINT})"
+        )
+    elif policy == Policy.BLOCK:
+        decision.action = Action.REFUSE
+        decision.message = (
+            f"refused `{shown}`: it would {verb} {what}; policy is block "
             f"(GUARDS_POLICY=rescue rescues it first and runs; {OVERRIDE_HINT})"
         )
     elif policy == Policy.WARN:
         decision.action = Action.WARN
-        decision.message = (
-            f"`git {describe(cmd)}` is about to {verb} {what} (policy warn: no rescue)"
-        )
+        decision.message = f"`{shown}` is about to {verb} {what} (policy warn: no rescue)"
     else:
         decision.action = Action.RESCUE
     return decision
@@ -285,17 +303,32 @@ def carry_out(decision: Decision) -> list[RescueResult]:
     if decision.action == Action.NOTHING:
         return []
     return _rescue(
-        decision.ws, decision.cmd, decision.at_risk, decision.commits, report=decision.report
+        decision.ws,
+        decision.cmd,
+        decision.at_risk,
+        decision.commits,
+        report=decision.report,
+        label=decision.label,
     )
 
 
-def protect(cmd: GitCommand, radius: BlastRadius, *, report: bool = True) -> list[RescueResult]:
+def protect(
+    cmd: GitCommand,
+    radius: BlastRadius,
+    *,
+    report: bool = True,
+    label: str | None = None,
+    rescuable: bool = True,
+) -> list[RescueResult]:
     """Rescue, refuse or warn as the policy says; return when git may run.
 
     Returns what was rescued (empty when nothing was at risk or the policy is warn);
     ``report=False`` keeps the rescue lines off stderr (the agent hook returns them).
+    ``label`` names a command that is not git (a shell line's ``rm -rf src``);
+    ``rescuable`` False: the command would destroy the repository that would hold the
+    rescue as well, so work at risk refuses it whatever the policy.
     """
-    return carry_out(decide(cmd, radius, report=report))
+    return carry_out(decide(cmd, radius, report=report, label=label, rescuable=rescuable))
 
 
 def _rescue(
@@ -305,10 +338,13 @@ def _rescue(
     commits: list[tuple[str, str]],
     *,
     report: bool = True,
+    label: str | None = None,
 ) -> list[RescueResult]:
     from guards.protect.rescue import AtRiskPath, report_line, rescue_commits, rescue_paths
 
-    label = describe(cmd)
+    label = label if label is not None else describe(cmd)
+    if len(label) > 60:
+        label = label[:57] + "..."
     results: list[RescueResult] = []
     if at_risk:
         results += rescue_paths(ws, [AtRiskPath(a.path, a.owner) for a in at_risk], command=label)

@@ -273,11 +273,13 @@ def guard_line(
     verdict holds the decisions (and the denial) the guard would make.
     """
     from guards.predict.shell import analyze
+    from guards.predict.shell_files import could_destroy_files
 
     env = dict(os.environ if env is None else env)
-    found = analyze(line, cwd, env)
+    files = could_destroy_files(line)
+    found = analyze(line, cwd, env, files=files)
     verdict = Verdict(dirs=found.dirs)
-    if not found.runs_git:
+    if not found.runs_git and not found.files and not found.blind:
         return verdict
     _judge_line(found, line, env, verdict, plan=plan)
     if verdict.deny and not verdict.logged and not plan:
@@ -303,6 +305,8 @@ def _judge_line(
                 return
             label = f"({item.reason})"
             _guard_everything(item.cwd, env, label, verdict, guarded_everything, line, plan)
+        if found.files or found.blind:
+            _guard_files(found, env, verdict, guarded_everything, line, plan)
     except GuardsError as e:
         verdict.deny = str(e)
 
@@ -497,6 +501,36 @@ def _guard_everything(
             verdict.deny, verdict.logged = str(e), True
             return
         _report(results, verdict, toplevel)
+
+
+def _guard_files(
+    found: Analysis,
+    env: dict[str, str],
+    verdict: Verdict,
+    guarded: set[str],
+    line: str,
+    plan: bool,
+) -> None:
+    """The line's commands that destroy files without git (``rm``, ``> file``, ...)."""
+    from guards.errors import GuardsError
+    from guards.protect.file_guard import Refused, plan_files
+
+    try:
+        decisions = plan_files(found, env, guarded)
+    except Refused as e:
+        verdict.deny = str(e)
+        return
+    for where, decision in decisions:
+        if plan:
+            verdict.decisions.append(decision)
+            _planned_refusal(decision, verdict)
+            continue
+        try:
+            results = act(decision, via=VIA_HOOK, line=line)
+        except GuardsError as e:  # act logged it
+            verdict.deny, verdict.logged = str(e), True
+            return
+        _report(results, verdict, where)
 
 
 def _report(results: list[RescueResult], verdict: Verdict, where: str) -> None:
