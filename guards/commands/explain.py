@@ -35,7 +35,12 @@ STEPS_IN = ExitCode.FINDINGS
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable (see README)")
     parser.add_argument("--line", metavar="LINE", help="a shell line, as an agent would run it")
-    parser.add_argument("git_args", nargs=argparse.REMAINDER, metavar="-- GIT_ARGS")
+    parser.add_argument(
+        "git_args",
+        nargs=argparse.REMAINDER,
+        metavar="-- GIT_ARGS",
+        help="a git command line, after --, as it would be given to git",
+    )
     parser.epilog = (
         "exit status: 0 guards would do nothing, 1 it would rescue (or warn) then run, "
         "20 it would refuse, 4 it cannot tell (a real run refuses too), 2 bad usage"
