@@ -100,6 +100,36 @@ def table(rows: Sequence[Sequence[str]], header: Sequence[str] | None = None) ->
     return "\n".join(lines)
 
 
+def page(text: str) -> None:
+    """Print ``text``; on a terminal, through a pager when it is longer than the screen
+    (as git does: ``$GUARDS_PAGER``, else ``$PAGER``, else ``less``, with ``LESS=FRX``
+    unless set). A pager that cannot start leaves the text printed plainly."""
+    lines = text.count("\n") + 1
+    if not sys.stdout.isatty() or lines < _screen_rows():
+        print(text)
+        return
+    import shlex
+    import subprocess
+
+    command = os.environ.get("GUARDS_PAGER") or os.environ.get("PAGER") or "less"
+    if command in ("", "cat"):
+        print(text)
+        return
+    env = {**os.environ, "LESS": os.environ.get("LESS", "FRX")}
+    sys.stdout.flush()
+    try:
+        subprocess.run(shlex.split(command), input=(text + "\n").encode(), env=env, check=False)
+    except (OSError, ValueError):
+        print(text)
+
+
+def _screen_rows() -> int:
+    try:
+        return os.get_terminal_size(sys.stdout.fileno()).lines
+    except (OSError, ValueError):
+        return 24
+
+
 def dump_json(doc: dict[str, Any], stream: TextIO = sys.stdout) -> None:
     """JSON with ``schema`` first; non-UTF-8 name bytes travel as ``\\udcXX`` escapes."""
     import json  # lazily: most commands print text, and the frame's start-up counts

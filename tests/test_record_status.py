@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -314,3 +316,50 @@ def test_status_of_a_path_outside_the_repository_is_one_line(repo: Path, tmp_pat
     assert (
         res.returncode == 2 and res.stderr.count("\n") == 1 and "outside repository" in res.stderr
     )
+
+
+def _status_on_a_terminal(repo: Path, rows: int, pager: str) -> bytes:
+    """`guards status` with stdout on a pseudo-terminal of ``rows`` lines."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    from tests.helpers import PROJECT_ROOT
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", rows, 120, 0, 0))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "guards", "status"],
+        cwd=repo,
+        stdout=follower,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "GUARDS_PAGER": pager},
+    )
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the terminal closed: every writer is gone
+            break
+        if not chunk:
+            break
+        seen += chunk
+    assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else b""
+    os.close(leader)
+    return seen
+
+
+def test_a_status_longer_than_the_terminal_goes_through_the_pager(
+    repo: Path, tmp_path: Path
+) -> None:
+    for i in range(30):
+        (repo / f"new-{i:02}.txt").write_text("x\n")
+    paged = tmp_path / "paged.txt"
+    pager = f"sh -c 'cat > {paged}'"
+    assert b"new-29.txt" not in _status_on_a_terminal(repo, 10, pager)
+    assert "new-29.txt" in paged.read_text() and paged.read_text().startswith("ST ")
+    paged.unlink()
+    shown = _status_on_a_terminal(repo, 100, pager)  # it fits: no pager
+    assert b"new-29.txt" in shown and not paged.exists()

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         output.dump_json(status_document(ws, rows, problem))
     elif rows:
-        print(
+        output.page(
             output.table(
                 [
                     (
