@@ -169,6 +169,71 @@ def test_a_failing_shell_command_s_files_are_attributed_and_its_marker_removed(
     assert list((repo / ".git/guards/observe").iterdir()) == []
 
 
+CAROL = session_for("claude", "carol")
+
+
+def write_event(session: str, path: Path, event: str = "PostToolUse") -> dict[str, Any]:
+    return {
+        "session_id": session,
+        "hook_event_name": event,
+        "tool_name": "Write",
+        "tool_input": {"file_path": str(path), "content": "x"},
+        "tool_use_id": f"toolu_w_{session}",
+    }
+
+
+def bob_destroys_and_carol_s_version_survives(repo: Path, version: str) -> None:
+    """bob's next destructive command must rescue carol's version of src/app.py."""
+    res = run_guards("run", "--", "checkout", "--", ".", cwd=repo, env={"GUARDS_SESSION": BOB})
+    assert res.returncode == 0, res.stderr
+    kept = [git(repo, "show", f"{ref}:src/app.py") for ref in rescue_refs(repo)]
+    assert version in kept, (res.stderr, kept)
+
+
+def test_a_shell_command_s_end_does_not_claim_what_another_session_recorded_meanwhile(
+    repo: Path,
+) -> None:
+    """carol writes (and records) src/app.py while bob's shell line runs, then writes it
+    again (her second Write's PostToolUse has not come yet): bob's line did not write it."""
+    pre = bash_event("bob", "sleep 0", "toolu_s1")
+    assert send(repo, pre).returncode == 0
+    (repo / "src/app.py").write_text("carol 1\n")
+    assert send(repo, write_event("carol", repo / "src/app.py")).returncode == 0
+    assert owners(repo)["src/app.py"] == CAROL
+    (repo / "src/app.py").write_text("carol 2\n")
+    res = send(repo, {**pre, "hook_event_name": "PostToolUse", "tool_response": {}})
+    assert res.returncode == 0, res.stderr
+    assert owners(repo)["src/app.py"] != BOB
+    bob_destroys_and_carol_s_version_survives(repo, "carol 2\n")
+
+
+def test_an_exact_record_made_while_the_observation_reads_the_ledger_wins(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The observation reads the ledger, then writes: carol's record landing in between
+    (a real process) must not be overwritten by bob's observation."""
+    from guards.integrations import agent_hooks
+    from guards.state.workspace import Workspace
+
+    pre = bash_event("bob", "sleep 0", "toolu_s2")
+    assert send(repo, pre).returncode == 0
+    threshold = os.stat(next((repo / ".git/guards/observe").iterdir())).st_ctime_ns
+    (repo / "src/app.py").write_text("carol\n")
+    real_read = Workspace.read_ledger
+
+    def read_then_carol_records(self: Workspace, **kw: Any) -> Any:
+        found = real_read(self, **kw)
+        assert send(repo, write_event("carol", repo / "src/app.py")).returncode == 0
+        return found
+
+    with monkeypatch.context() as m:
+        m.setattr(Workspace, "read_ledger", read_then_carol_records)
+        claimed = agent_hooks.observe(Workspace.open(repo), BOB, threshold)
+    assert claimed in ([], ["src/app.py"])  # claimed or not, carol's record must win
+    assert owners(repo)["src/app.py"] == CAROL
+    bob_destroys_and_carol_s_version_survives(repo, "carol\n")
+
+
 # -- guarding shell lines ----------------------------------------------------------------
 
 

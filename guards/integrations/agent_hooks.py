@@ -416,18 +416,24 @@ def _sweep(directory: str) -> None:
 def observe(ws: Workspace, sid: str, threshold_ns: int) -> list[str]:
     """Attribute to ``sid`` the dirty files whose status changed after ``threshold_ns``.
 
-    A file another session recorded after the threshold, and which still matches that
-    record, stays theirs: a harness naming its edit beats an observation.
+    An observation claims only what nobody else recorded since the line started: a
+    file another session recorded after the threshold stays theirs (a harness naming
+    its edit beats an observation), even when it changed again since (their next
+    write's record may still be on its way; unknown is rescued, a wrong "mine" is not).
+    Each claim is conditional on the attribution read (a compare-and-set in the
+    journal), so a record made between this read and this write wins as well. With an
+    unreadable ledger nothing is claimed.
     """
     from guards.git.dirty import read_dirty
-    from guards.state.attribution import Attribution, still_matches
+    from guards.state.ledger import recorded_at
     from guards.state.workspace import record_paths
 
-    top = ws.repo.worktree
+    top = ws.repo.worktree_key
+    join = os.path.join
     changed = []
     for d in read_dirty(ws.repo):
         try:
-            st = os.lstat(top / d.path)
+            st = os.lstat(join(top, d.path))
         except OSError:
             continue  # deleted: nothing to fingerprint but the deletion, leave it unknown
         if st.st_ctime_ns > threshold_ns:
@@ -435,23 +441,21 @@ def observe(ws: Workspace, sid: str, threshold_ns: int) -> list[str]:
     if not changed:
         return []
     data, _problem = ws.read_ledger()
-    records: Mapping[str, Any] = data.paths.get(ws.repo.worktree_key, {}) if data else {}
+    if data is None:
+        return []  # who recorded what since the line started cannot be told
+    records: Mapping[str, Any] = data.paths.get(ws.repo.worktree_key, {})
     threshold_s = threshold_ns / 1e9
-    mine = []
+    seen: dict[str, object] = {}
     for path in changed:
         record = records.get(path)
-        if record is not None:
-            other = Attribution.from_json(record)
-            if (
-                other.session != sid
-                and other.recorded >= threshold_s
-                and still_matches(other.fingerprint, top / path, ws.repo.object_format)
-            ):
-                continue
-        mine.append(path)
-    if mine:
-        record_paths(ws, sid, mine, source="observed")
-    return mine
+        if isinstance(record, dict) and record.get("session") != sid:
+            when = record.get("recorded")
+            if not isinstance(when, (int, float)) or when >= threshold_s:
+                continue  # recorded by someone else since the line started (or damaged)
+        seen[path] = recorded_at(records, path) if record is not None else None  # type: ignore[arg-type]
+    if seen:
+        record_paths(ws, sid, list(seen), source="observed", expected=seen)
+    return list(seen)
 
 
 def _observe(directory: str, sid: str, threshold_ns: int) -> None:

@@ -18,14 +18,17 @@ worktree and never committed, as a **snapshot** and a **journal** (schema 2):
 ``ledger.journal`` (the live journal)
     A header line ``{"schema": 2, "generation": G}``, then records, each one line:
     ``\\x1e`` (RS, which JSON never leaves unescaped), a JSON array, ``\\n``. Records:
-    ``["a", worktree, path, attribution]`` attribute; ``["r", worktree, path,
-    recorded]`` release the path if its attribution is still the one recorded at
-    ``recorded``; ``["R", worktree]`` forget a worktree's attributions; ``["t", session,
-    now, host, label, worktree]`` touch a session (created when missing; label and
-    worktree only fill empty fields); ``["b", session, record]`` session start (keeps an
-    earlier label and start time); ``["e", session, now]`` session end; ``["w", key,
-    record]`` / ``["W", key]`` register / forget a worktree; ``["x", entry]`` / ``["X",
-    ref]`` add to / trim the rescue log.
+    ``["a", worktree, path, attribution]`` attribute; ``["a", worktree, path,
+    attribution, recorded]`` attribute only if the path's attribution is still the one
+    recorded at ``recorded`` (null: none), a compare-and-set for writers that decided
+    from what they read (an observation must not overwrite a record made meanwhile);
+    ``["r", worktree, path, recorded]`` release the path if its attribution is still the
+    one recorded at ``recorded``; ``["R", worktree]`` forget a worktree's attributions;
+    ``["t", session, now, host, label, worktree]`` touch a session (created when missing;
+    label and worktree only fill empty fields); ``["b", session, record]`` session start
+    (keeps an earlier label and start time); ``["e", session, now]`` session end; ``["w",
+    key, record]`` / ``["W", key]`` register / forget a worktree; ``["x", entry]`` /
+    ``["X", ref]`` add to / trim the rescue log.
 ``ledger.journal.<G>`` (sealed journals)
     A journal sealed by a compaction and not yet folded into the snapshot.
 
@@ -518,6 +521,12 @@ def op_attribute(worktree: str, path: str, record: dict[str, Any]) -> list[Any]:
     return ["a", worktree, path, pack(record)]
 
 
+def op_claim(worktree: str, path: str, record: dict[str, Any], expected: object) -> list[Any]:
+    """Attribute ``path`` only if its attribution is still the one recorded at
+    ``expected`` (None: only if it has none) when the record is applied."""
+    return ["a", worktree, path, pack(record), expected]
+
+
 def op_release(worktree: str, path: str, recorded: object) -> list[Any]:
     """Release ``path`` if its attribution is still the one recorded at ``recorded``."""
     return ["r", worktree, path, recorded]
@@ -569,8 +578,10 @@ def _apply(data: LedgerData, rec: object, rescues: bool) -> None:
             raise LedgerFormatError("a journal record names no worktree")
         if data.scope is not None and worktree != data.scope:
             return
-        if op == "a" and n == 4 and isinstance(rec[2], str):
-            data.attributions(worktree).put(rec[2], rec[3])
+        if op == "a" and n in (4, 5) and isinstance(rec[2], str):
+            records = data.attributions(worktree)
+            if n == 4 or _recorded(records.stored(rec[2])) == rec[4]:
+                records.put(rec[2], rec[3])
         elif op == "r" and n == 4 and isinstance(rec[2], str):
             if worktree in data.paths:
                 data.attributions(worktree).release(rec[2], rec[3])
