@@ -112,6 +112,10 @@ def _dispatch(harness: str, name: str, event: dict[str, Any]) -> int:
         return _pre_shell(harness, event)
     if name in SHELL_ENDS and tool in SHELL_TOOLS:
         return _post_shell(harness, event)
+    if name in TOOL_STARTS and (
+        tool in EDIT_TOOLS or tool in NOTEBOOK_TOOLS or tool in PATCH_TOOLS
+    ):
+        return _pre_write(harness, event)
     if name in TOOL_ENDS and (tool in EDIT_TOOLS or tool in NOTEBOOK_TOOLS):
         return _post_edit(harness, event)
     if name in TOOL_ENDS and tool in PATCH_TOOLS:
@@ -479,6 +483,48 @@ def _existing(directory: str) -> str:
 
 
 # -- edits -----------------------------------------------------------------------------
+
+
+def _write_targets(event: dict[str, Any]) -> list[str] | None:
+    """The absolute paths a write tool's call edits (None: its input names none)."""
+    tool = str(event.get("tool_name"))
+    tool_input = event.get("tool_input")
+    cwd = _cwd(event)
+    if tool in PATCH_TOOLS:
+        body = _command(event)
+        if body is None and isinstance(tool_input, dict):
+            body = tool_input.get("input") if isinstance(tool_input.get("input"), str) else None
+        if body is None:
+            return None
+        from guards.predict.shell import patch_paths
+
+        return [os.path.join(cwd, p) for p in patch_paths(body)]
+    key = EDIT_TOOLS.get(tool) or NOTEBOOK_TOOLS.get(tool, "file_path")
+    target = tool_input.get(key) if isinstance(tool_input, dict) else None
+    if not isinstance(target, str) or not target:
+        return None
+    return [os.path.join(cwd, target)]
+
+
+def _pre_write(harness: str, event: dict[str, Any]) -> int:
+    """Before a write tool runs: another writer's uncommitted content of its files is
+    rescued first (policy block: the write is refused with the reason)."""
+    if os.environ.get("GUARDS_DISABLE") == "1":
+        return 0
+    files = _write_targets(event)
+    if files is None:
+        return 0  # the tool itself will fail on input that names no file
+    _identify(harness, event)
+    from guards.protect.guard import guard_write
+
+    verdict = guard_write(files, str(event.get("tool_name")))
+    if verdict.deny:
+        return _deny(harness, verdict.deny)
+    if verdict.rescued and harness == "claude":
+        return _emit("PreToolUse", additionalContext=_rescue_context(verdict.rescued))
+    for line in verdict.rescued:
+        _say(line)
+    return 0
 
 
 def _post_edit(harness: str, event: dict[str, Any]) -> int:

@@ -16,6 +16,7 @@ from guards.values import MutableValue
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from typing import Any
 
     from guards.predict.cmdline import GitCommand
     from guards.predict.shell import GitCall
@@ -288,3 +289,77 @@ def _report(results: list[RescueResult], verdict: Verdict, where: str) -> None:
 
     verdict.rescued += [report_line(result) for result in results]
     verdict.rescues += [(where, result) for result in results]
+
+
+def guard_write(files: list[str], tool: str) -> Verdict:
+    """Before a write tool (Write, Edit, ``apply_patch``, ``write_file`` ...) changes
+    ``files`` (absolute paths): uncommitted content of them that is not provably the
+    caller's is rescued first (policy block: the write is refused). A write is
+    destruction like any other; the index is not touched by it, so only the files'
+    content (dirty, untracked or ignored) is at risk.
+
+    Cheap when nothing is at risk: a new file costs one ``lstat``; a file the caller
+    recorded and that still matches costs a lock-free ledger read, and no git status.
+    """
+    from guards.errors import GuardsError, RefusedError, UsageError
+    from guards.git.repo import NotARepositoryError, discover
+    from guards.state.workspace import repo_relative
+
+    verdict = Verdict()
+    by_top: dict[str, tuple[str, list[str]]] = {}
+    for path in files:
+        if not os.path.lexists(path):
+            continue  # a new file: nobody's content to lose
+        try:
+            repo = discover(_nearest_dir(os.path.dirname(path)))
+            if repo.toplevel_text is None:
+                continue
+            rel = repo_relative(repo, path)
+        except (NotARepositoryError, UsageError):
+            continue  # outside any work tree, or inside .git: not work guards keeps
+        if rel:
+            by_top.setdefault(repo.worktree_key, (repo.toplevel_text, []))[1].append(rel)
+    try:
+        for top, rels in by_top.values():
+            _guard_write_in(top, rels, tool, verdict)
+    except RefusedError as e:
+        verdict.deny = str(e).replace("`git ", "`", 1)
+    except GuardsError as e:
+        verdict.deny = f"guards could not check this write ({e})"
+    return verdict
+
+
+def _guard_write_in(top: str, rels: list[str], tool: str, verdict: Verdict) -> None:
+    from guards.git.dirty import read_dirty
+    from guards.predict.blast.radius import BlastRadius, Loss, LossKind
+    from guards.predict.cmdline import GitCommand
+    from guards.state.attribution import Ownership
+    from guards.state.workspace import Workspace
+
+    ws = Workspace.open(cwd=top)
+    data, problem = ws.read_ledger()
+    if problem is None and data is not None:
+        from guards.state.attribution import classify
+
+        records: Mapping[str, Any] = data.paths.get(ws.repo.worktree_key, {})
+        join = os.path.join
+        rels = [
+            r
+            for r in rels
+            if classify(records.get(r), join(top, r), ws.caller, ws.repo.object_format).ownership
+            is not Ownership.MINE
+        ]
+        if not rels:
+            return  # the caller's own recorded content: the common case
+    wanted = set(rels)
+    dirty = [d.path for d in read_dirty(ws.repo, ignored=True, pathspecs=rels)]
+    losses = [Loss(p, frozenset({LossKind.WORKTREE})) for p in dirty if p in wanted]
+    if not losses:
+        return
+    from guards.protect import decide
+
+    cmd = GitCommand(
+        argv=[], global_options=[], cwd=top, subcommand=tool, args=rels[:3], origin_cwd=top
+    )
+    radius = BlastRadius(worktree=top, losses=losses)
+    _report(decide.protect(cmd, radius, report=False), verdict, top)
