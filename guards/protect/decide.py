@@ -61,16 +61,28 @@ def describe(cmd: GitCommand) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def classify_radius(ws: Workspace, radius: BlastRadius) -> list[AtRisk]:
-    """Every path the command would destroy, with its owner relative to the caller."""
+def radius_paths(ws: Workspace, radius: BlastRadius) -> list[str]:
+    """The paths of a radius; for "everything": all that git's status shows, and the
+    losses it does not show (hidden by index flags) that the radius names."""
+    paths = [loss.path for loss in radius.losses]
+    if radius.everything:
+        paths = list(dict.fromkeys([*(d.path for d in read_dirty(ws.repo, ignored=True)), *paths]))
+    return paths
+
+
+def classify_radius(
+    ws: Workspace, radius: BlastRadius, seen: dict[str, object] | None = None
+) -> list[AtRisk]:
+    """Every path the command would destroy, with its owner relative to the caller
+    (``seen`` gets each path's metadata first, before anything of it is read)."""
     data, problem = ws.read_ledger()
     if problem is not None:
         output.warn(f"{problem}; treating every owner as unknown")
-    paths = [loss.path for loss in radius.losses]
-    if radius.everything:
-        # Everything git's status shows, and the losses it does not show (hidden by
-        # index flags) that the radius names.
-        paths = list(dict.fromkeys([*(d.path for d in read_dirty(ws.repo, ignored=True)), *paths]))
+    paths = radius_paths(ws, radius)
+    if seen is not None:
+        from guards.protect.receipts import signatures
+
+        seen.update(signatures(ws, paths))
     records: Mapping[str, Any] = data.paths.get(ws.repo.worktree_key, {}) if data else {}
     top = ws.repo.worktree
     fmt = ws.repo.object_format
@@ -190,14 +202,24 @@ def summary(foreign: list[AtRisk], commits: list[tuple[str, str]]) -> str:
     return " and ".join(parts)
 
 
-def protect(cmd: GitCommand, radius: BlastRadius, *, report: bool = True) -> list[RescueResult]:
+def protect(
+    cmd: GitCommand,
+    radius: BlastRadius,
+    *,
+    report: bool = True,
+    held: list[RescueResult] | None = None,
+    seen: dict[str, object] | None = None,
+) -> list[RescueResult]:
     """Rescue, refuse or warn as the policy says; return when git may run.
 
     Returns what was rescued (empty when nothing was at risk or the policy is warn);
     ``report=False`` keeps the rescue lines off stderr (the agent hook returns them).
+    ``held``: rescues this command made already (a second look before git runs): a
+    path they hold as it is now is not rescued again. ``seen`` gets the metadata of
+    every path in the radius, taken before it is judged (see :mod:`.guard`).
     """
     ws = Workspace.open(cwd=radius.worktree or cmd.cwd)
-    at_risk = [a for a in classify_radius(ws, radius) if a.ownership is not Ownership.MINE]
+    at_risk = [a for a in classify_radius(ws, radius, seen) if a.ownership is not Ownership.MINE]
     report = report and not ws.config.quiet and not asked_quiet(cmd)
     at_risk, hollow = without_special_files(ws, at_risk)
     if hollow and report:
@@ -207,8 +229,12 @@ def protect(cmd: GitCommand, radius: BlastRadius, *, report: bool = True) -> lis
         # that runs us (the shim inside an agent's shell line): not twice.
         from guards.protect.receipts import already_rescued
 
-        held = already_rescued(ws, [a.path for a in at_risk])
-        at_risk = [a for a in at_risk if a.path not in held]
+        done = already_rescued(ws, [a.path for a in at_risk])
+        if held:
+            from guards.protect.receipts import still_held
+
+            done |= still_held(ws, [a.path for a in at_risk if a.path not in done], held)
+        at_risk = [a for a in at_risk if a.path not in done]
     commits = list(radius.commits)
     if not at_risk and not commits:
         return []

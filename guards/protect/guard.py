@@ -42,7 +42,63 @@ def guard_command(cmd: GitCommand, *, report: bool = True) -> list[RescueResult]
             return []  # the common case: the decision machinery is never even imported
         from guards.protect import decide
 
-        return decide.protect(cmd, radius, report=report)
+        seen: dict[str, object] = {}
+        results = decide.protect(cmd, radius, report=report, seen=seen)
+        if results:
+            results += _look_again(cmd, results, seen, report=report)
+        return results
+
+
+#: How many times guards looks again, after rescuing, for work written meanwhile.
+REVERIFY_ROUNDS = 4
+
+
+def _look_again(
+    cmd: GitCommand, done: list[RescueResult], seen: dict[str, object], *, report: bool
+) -> list[RescueResult]:
+    """Right before git runs, look again: a rescue takes a while, and work written
+    meanwhile in the command's reach (a path changed since it was judged, a path dirty
+    since the first look) is judged and rescued too.
+
+    A look is one blast radius (a git status) and an ``lstat`` of each path in it: a
+    path whose metadata (``seen``, taken before it was judged) is unchanged, and not too
+    recent to prove anything, is settled; only the others are judged again. Rounds until
+    one finds nothing new, so git runs right after a look that found every path as it
+    was judged; bounded: a checkout that never settles is refused with the reason."""
+    from guards.errors import RefusedError
+    from guards.predict import blast
+    from guards.predict.blast.radius import BlastRadius, Loss, LossKind
+    from guards.protect import decide
+    from guards.protect.receipts import unchanged
+    from guards.state.workspace import Workspace
+
+    added: list[RescueResult] = []
+    for _ in range(REVERIFY_ROUNDS):
+        radius = blast.blast_radius(cmd)
+        if not radius.losses and not radius.everything:
+            return added  # nothing in reach any more (commits were kept by the first look)
+        ws = Workspace.open(cwd=radius.worktree or cmd.cwd)
+        paths = decide.radius_paths(ws, radius)
+        changed = set(paths) - unchanged(ws, paths, seen)
+        if not changed:
+            return added
+        kinds = {loss.path: loss.kinds for loss in radius.losses}
+        every = frozenset(LossKind.ALL)
+        again = BlastRadius(
+            worktree=radius.worktree,
+            losses=[Loss(p, kinds.get(p, every)) for p in paths if p in changed],
+            moves=radius.moves,
+        )
+        more = decide.protect(cmd, again, report=report, held=done + added, seen=seen)
+        if not more:
+            continue  # judged again (seen now holds it as judged): look once more
+        added += more
+    raise RefusedError(
+        f"refused `git {decide.describe(cmd)}`: work in its reach kept changing while "
+        f"guards rescued it ({len(done) + len(added)} rescues, the last to "
+        f"{(added or done)[-1].ref}); everything seen is rescued, nothing was destroyed: "
+        "run it again when the writers pause"
+    )
 
 
 #: git's words for a pathspec it refuses to parse (it does so before doing anything).
