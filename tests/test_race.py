@@ -142,3 +142,122 @@ def test_a_real_writer_that_never_stops_gets_a_refusal_not_a_loss(
     assert "kept changing" in refusal or "changed while being rescued" in refusal, refusal
     assert "Traceback" not in res.stderr
     assert (repo / "a.txt").read_text().startswith("busy")  # git did not run
+
+
+# -- the barrier between writers and destroyers --------------------------------------------
+
+DESTROYER = """
+import os, sys, time
+from guards.state import barrier
+worktree, ledger = barrier.locate(sys.argv[1])
+barrier.announce_destroyer(ledger, worktree, "git reset --hard")
+print("announced", flush=True)
+os.execvp("sleep", ["sleep", sys.argv[2]])  # as guards run becomes git
+"""
+
+
+def start_destroyer(repo: Path, seconds: float) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", DESTROYER, str(repo), str(seconds)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "announced\n"
+    return proc
+
+
+def write_hook(
+    repo: Path, event: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    body = {
+        "cwd": str(repo),
+        "session_id": "bob",
+        "hook_event_name": event,
+        "tool_name": "Write",
+        "tool_input": {"file_path": str(repo / "a.txt"), "content": "bob's\n"},
+        "tool_use_id": "toolu_b1",
+    }
+    import json
+
+    return subprocess.run(
+        [sys.executable, "-m", "guards.commands.agent_hook", "claude"],
+        cwd=repo,
+        input=json.dumps(body),
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_write_tool_waits_until_the_destructive_command_in_its_checkout_is_over(
+    repo: Path,
+) -> None:
+    destroyer = start_destroyer(repo, 1.5)
+    t0 = time.monotonic()
+    res = write_hook(repo, "PreToolUse")
+    waited = time.monotonic() - t0
+    assert destroyer.wait() == 0
+    assert (res.returncode, res.stdout) == (0, ""), res.stderr
+    assert waited >= 1.0  # it went ahead only once git was gone
+
+
+def test_a_killed_destructive_command_releases_writers_at_once(repo: Path) -> None:
+    import signal
+
+    destroyer = start_destroyer(repo, 600)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(0.5)"]
+    )  # a moment for the hook to start waiting
+    writer.wait()
+    t0 = time.monotonic()
+    import threading
+
+    threading.Timer(0.5, lambda: destroyer.send_signal(signal.SIGKILL)).start()
+    res = write_hook(repo, "PreToolUse")
+    waited = time.monotonic() - t0
+    destroyer.wait()
+    assert (res.returncode, res.stdout) == (0, ""), res.stderr
+    assert waited < 10  # far below the 20 s bound: a dead pid is released
+
+
+def test_a_write_that_cannot_wait_long_enough_is_refused_with_the_reason(repo: Path) -> None:
+    destroyer = start_destroyer(repo, 600)
+    try:
+        res = write_hook(repo, "PreToolUse", env={"GUARDS_BARRIER_WRITE_WAIT": "0.5"})
+    finally:
+        destroyer.kill()
+        destroyer.wait()
+    import json
+
+    out = json.loads(res.stdout)["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny"
+    assert (
+        "a destructive git command is running in this checkout" in out["permissionDecisionReason"]
+    )
+    assert "git reset --hard" in out["permissionDecisionReason"]
+    assert not list((repo / ".git/guards/barrier").glob("write.*"))  # nothing left announced
+
+
+def test_a_destructive_command_waits_for_an_announced_write_and_rescues_it(repo: Path) -> None:
+    """bob's Write is announced (PreToolUse) when alice runs `git reset --hard`: git runs
+    only after the write landed and was recorded, and bob's version is rescued."""
+    assert write_hook(repo, "PreToolUse").stdout == ""
+    env = {**os.environ, "GUARDS_SESSION": "alice"}
+    destroyer = subprocess.Popen(
+        [sys.executable, "-m", "guards", "run", "--", "reset", "--hard"],
+        cwd=repo,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(1.0)
+    assert destroyer.poll() is None  # waiting for bob's write
+    (repo / "a.txt").write_text("bob's\n")
+    assert write_hook(repo, "PostToolUse").returncode == 0
+    _out, err = destroyer.communicate(timeout=60)
+    assert destroyer.returncode == 0, err
+    assert "rescued 1 path of session claude-bob" in err
+    assert "bob's\n" in rescued(repo, "a.txt")
+    assert (repo / "a.txt").read_text() == "committed a\n"

@@ -506,6 +506,61 @@ def _write_targets(event: dict[str, Any]) -> list[str] | None:
     return [os.path.join(cwd, target)]
 
 
+def _write_wait() -> float:
+    from guards.state.barrier import WRITE_WAIT
+
+    return WRITE_WAIT
+
+
+def _write_key(event: dict[str, Any], files: list[str]) -> str:
+    """What names this tool call in the barrier: its id, else (Gemini) its files."""
+    use_id = event.get("tool_use_id")
+    if isinstance(use_id, str) and use_id:
+        return use_id
+    import hashlib
+
+    text = "\0".join(sorted(os.path.abspath(f) for f in files))
+    return "files-" + hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+
+
+def _barriers(files: list[str]) -> dict[str, str]:
+    """work tree -> ledger directory, for the checkouts ``files`` are in."""
+    from guards.state.barrier import locate
+
+    found: dict[str, str] = {}
+    for path in files:
+        where = locate(os.path.dirname(os.path.abspath(path)))
+        if where is not None:
+            found.setdefault(where[0], where[1])
+    return found
+
+
+def _enter_writes(event: dict[str, Any], sid: str | None, files: list[str]) -> list[str]:
+    """Announce the write in each checkout it touches, after any destructive command
+    running there finished (bounded); returns those still running (nothing announced)."""
+    from guards.state import barrier
+
+    key = _write_key(event, files)
+    entered: list[tuple[str, str]] = []
+    for worktree, ledger_dir in _barriers(files).items():
+        running = barrier.enter_write(ledger_dir, worktree, sid or "unidentified", key)
+        if running:
+            for done_ledger, _ in entered:
+                barrier.withdraw_write(done_ledger, sid or "unidentified", key)
+            return running
+        entered.append((ledger_dir, worktree))
+    return []
+
+
+def _leave_writes(event: dict[str, Any], sid: str | None, files: list[str]) -> None:
+    """The write is over (recorded) or will not happen: destroyers need not wait."""
+    from guards.state import barrier
+
+    key = _write_key(event, files)
+    for ledger_dir in _barriers(files).values():
+        barrier.withdraw_write(ledger_dir, sid or "unidentified", key)
+
+
 def _pre_write(harness: str, event: dict[str, Any]) -> int:
     """Before a write tool runs: another writer's uncommitted content of its files is
     rescued first (policy block: the write is refused with the reason)."""
@@ -514,11 +569,20 @@ def _pre_write(harness: str, event: dict[str, Any]) -> int:
     files = _write_targets(event)
     if files is None:
         return 0  # the tool itself will fail on input that names no file
-    _identify(harness, event)
+    sid = _identify(harness, event)
+    running = _enter_writes(event, sid, files)
+    if running:
+        return _deny(
+            harness,
+            "guards: a destructive git command is running in this checkout "
+            f"({'; '.join(running[:2])}) and did not finish within "
+            f"{_write_wait():g} s; the write would race it: retry when it has finished",
+        )
     from guards.protect.guard import guard_write
 
     verdict = guard_write(files, str(event.get("tool_name")))
     if verdict.deny:
+        _leave_writes(event, sid, files)
         return _deny(harness, verdict.deny)
     if verdict.rescued and harness == "claude":
         return _emit("PreToolUse", additionalContext=_rescue_context(verdict.rescued))
@@ -535,13 +599,15 @@ def _post_edit(harness: str, event: dict[str, Any]) -> int:
     if not isinstance(target, str) or not target:
         _say(f"guards agent-hook: {tool} input names no {key}; nothing recorded")
         return HOOK_ERROR
-    if _failed(event):
-        return 0  # Gemini sends AfterTool for a failed edit too: the file is unchanged
     sid = _identify(harness, event)
-    if sid is None:
+    files = [os.path.join(_cwd(event), target)]
+    try:
+        if _failed(event) or sid is None:
+            return 0  # Gemini sends AfterTool for a failed edit too: the file is unchanged
+        record_files(sid, files)
         return 0
-    record_files(sid, [os.path.join(_cwd(event), target)])
-    return 0
+    finally:
+        _leave_writes(event, sid, files)
 
 
 def _failed(event: dict[str, Any]) -> bool:
@@ -557,13 +623,16 @@ def _post_patch(harness: str, event: dict[str, Any]) -> int:
     if not isinstance(body, str):
         return 0
     sid = _identify(harness, event)
-    if sid is None:
-        return 0
     from guards.predict.shell import patch_paths
 
     cwd = _cwd(event)
-    record_files(sid, [os.path.join(cwd, p) for p in patch_paths(body)])
-    return 0
+    files = [os.path.join(cwd, p) for p in patch_paths(body)]
+    try:
+        if sid is not None:
+            record_files(sid, files)
+        return 0
+    finally:
+        _leave_writes(event, sid, files)
 
 
 def record_files(sid: str, files: list[str]) -> list[str]:

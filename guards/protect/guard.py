@@ -23,14 +23,61 @@ if TYPE_CHECKING:
     from guards.protect.rescue import RescueResult
 
 
-def guard_command(cmd: GitCommand, *, report: bool = True) -> list[RescueResult]:
+def guard_command(
+    cmd: GitCommand, *, report: bool = True, announce: bool = False
+) -> list[RescueResult]:
     """Rescue (or refuse, as the policy says) what ``cmd`` would destroy; return when git
-    may run. A command git itself rejects before touching anything passes untouched."""
-    from guards.errors import GuardsError
-    from guards.predict import blast, cmdline
+    may run. A command git itself rejects before touching anything passes untouched.
+
+    ``announce``: this process becomes git when this returns (``guards run``): it
+    announces itself to the writers of its work tree first, and waits for the writes
+    they announced (guards.state.barrier)."""
+    from guards.predict import cmdline
 
     if not cmdline.could_destroy(cmd):
         return []
+    announced = _enter_destroy(cmd) if announce else None
+    try:
+        return _guard_command(cmd, report=report)
+    except BaseException:
+        if announced is not None:
+            import contextlib
+
+            with contextlib.suppress(OSError):
+                os.unlink(announced)  # git will not run: writers need not wait
+        raise
+
+
+def _enter_destroy(cmd: GitCommand) -> str | None:
+    """Announce the command in the barrier, then wait (bounded) for announced writes."""
+    if any(o.startswith(("--git-dir", "--work-tree")) for o in cmd.global_options) or any(
+        k in cmd.env for k in ("GIT_DIR", "GIT_WORK_TREE")
+    ):
+        return None  # the walk to .git would find another checkout: no announcement
+    from guards.state import barrier
+
+    found = barrier.locate(cmd.cwd)
+    if found is None:
+        return None
+    worktree, ledger_dir = found
+    label = " ".join(["git", *cmd.argv])
+    announced = barrier.announce_destroyer(ledger_dir, worktree, label[:100])
+    if announced is not None:
+        late = barrier.wait_for_writes(ledger_dir, worktree)
+        if late:
+            from guards import output
+
+            output.warn(
+                f"went ahead after waiting {barrier.DESTROY_WAIT:g} s for writes announced "
+                f"by {', '.join(sorted(set(late)))} in this checkout"
+            )
+    return announced
+
+
+def _guard_command(cmd: GitCommand, *, report: bool) -> list[RescueResult]:
+    from guards.errors import GuardsError
+    from guards.predict import blast, cmdline
+
     with cmdline.command_environment(cmd):
         try:
             radius = blast.blast_radius(cmd)
