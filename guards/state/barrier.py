@@ -5,7 +5,7 @@ Both sides announce themselves with a small file in ``<ledger dir>/barrier/`` be
 they act, and look for the other side after announcing (each side's announcement is in
 place before it looks, so of two that race, at least one sees the other):
 
-- a guarded destructive command (``guards run``) announces ``destroy.<pid>.json``
+- a guarded destructive command (``guards run``) announces ``destroy.<pid>.ann``
   (its pid and that process's start time, its work tree) before it looks at the
   checkout; after ``exec`` the pid is git's, so the announcement lasts exactly as long
   as git runs. Then it waits (at most ``DESTROY_WAIT``) for the writes already
@@ -13,7 +13,7 @@ place before it looks, so of two that race, at least one sees the other):
   by another process) releases it: a killed command never holds writers back. Whoever
   finds a dead announcement removes it.
 - an agent hook about to let a write tool (Write, Edit, ``apply_patch``,
-  ``write_file`` ...) write announces ``write.<session>.<key>.json`` (its paths), then
+  ``write_file`` ...) write announces ``write.<session>.<key>.ann`` (its paths), then
   looks for live destroyers in the same work tree: if there is one, it takes its
   announcement back and waits (at most ``WRITE_WAIT``) until the destroyer is gone,
   then announces again. The tool's PostToolUse takes it back after the write was
@@ -28,7 +28,6 @@ that the second look before git (guards.protect.guard) narrows too.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
 
@@ -85,12 +84,21 @@ def _folder(ledger_dir: str) -> str:
     return os.path.join(ledger_dir, BARRIER_DIR)
 
 
+#: The fields of an announcement, in order (NUL-separated text: no json on the
+#: guarded git's hot path, and a path may hold a newline).
+_FIELDS = ("kind", "pid", "start", "worktree", "session", "label", "time")
+
+
 def _write(path: str, doc: dict[str, object]) -> bool:
+    text = "\0".join("" if doc.get(k) is None else str(doc[k]) for k in _FIELDS)
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(doc, f)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, text.encode("utf-8", "surrogateescape"))
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
         return True
     except OSError:
@@ -100,24 +108,32 @@ def _write(path: str, doc: dict[str, object]) -> bool:
 def _entries(ledger_dir: str, prefix: str) -> list[tuple[str, dict[str, object]]]:
     folder = _folder(ledger_dir)
     try:
-        names = [n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith(".json")]
+        names = [n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith(".ann")]
     except OSError:
         return []
     found = []
     for name in names:
         path = os.path.join(folder, name)
         try:
-            with open(path, encoding="utf-8") as f:
-                doc = json.load(f)
-        except (OSError, ValueError):
-            continue  # taken back meanwhile, or half written by a killed writer
-        if isinstance(doc, dict):
-            found.append((path, doc))
+            with open(path, "rb") as f:
+                parts = f.read().decode("utf-8", "surrogateescape").split("\0")
+        except OSError:
+            continue  # taken back meanwhile
+        if len(parts) != len(_FIELDS):
+            continue  # not an announcement of this guards
+        doc: dict[str, object] = dict(zip(_FIELDS, parts, strict=True))
+        try:
+            doc["pid"] = int(parts[1]) if parts[1] else None
+            doc["time"] = float(parts[6])
+        except ValueError:
+            continue
+        doc["start"] = parts[2] or None
+        found.append((path, doc))
     return found
 
 
 def _start_time(pid: int) -> str | None:
-    from guards.state.session import process_start_time
+    from guards.state.identity import process_start_time
 
     return process_start_time(pid)
 
@@ -138,8 +154,9 @@ def _zombie(pid: int) -> bool:
 def announce_destroyer(ledger_dir: str, worktree: str, label: str) -> str | None:
     """This process is about to look at ``worktree`` and then become git (``exec``)."""
     pid = os.getpid()
-    path = os.path.join(_folder(ledger_dir), f"destroy.{pid}.json")
+    path = os.path.join(_folder(ledger_dir), f"destroy.{pid}.ann")
     doc: dict[str, object] = {
+        "kind": "destroy",
         "pid": pid,
         "start": _start_time(pid),
         "worktree": worktree,
@@ -184,12 +201,17 @@ def wait_for_destroyers(ledger_dir: str, worktree: str, limit: float = WRITE_WAI
 
 def _write_name(session: str, key: str) -> str:
     safe = "".join(c if c.isalnum() or c in "-_.=@+" else "_" for c in f"{session}.{key}")
-    return f"write.{safe[:200]}.json"
+    return f"write.{safe[:200]}.ann"
 
 
 def announce_write(ledger_dir: str, worktree: str, session: str, key: str) -> str | None:
     path = os.path.join(_folder(ledger_dir), _write_name(session, key))
-    doc: dict[str, object] = {"worktree": worktree, "session": session, "time": time.time()}
+    doc: dict[str, object] = {
+        "kind": "write",
+        "worktree": worktree,
+        "session": session,
+        "time": time.time(),
+    }
     return path if _write(path, doc) else None
 
 
