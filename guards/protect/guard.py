@@ -404,15 +404,18 @@ def guard_write(files: list[str], tool: str) -> Verdict:
     Cheap when nothing is at risk: a new file costs one ``lstat``; a file the caller
     recorded and that still matches costs a lock-free ledger read, and no git status.
     """
+    verdict = Verdict()
+    # A new file: nobody's content to lose. The caller's own: no git at all.
+    existing = [p for p in files if os.path.lexists(p)]
+    existing = [p for p in existing if not _surely_mine(p)]
+    if not existing:
+        return verdict
     from guards.errors import GuardsError, RefusedError, UsageError
     from guards.git.repo import NotARepositoryError, discover
     from guards.state.workspace import repo_relative
 
-    verdict = Verdict()
     by_top: dict[str, tuple[str, list[str]]] = {}
-    for path in files:
-        if not os.path.lexists(path):
-            continue  # a new file: nobody's content to lose
+    for path in existing:
         try:
             repo = discover(_nearest_dir(os.path.dirname(path)))
             if repo.toplevel_text is None:
@@ -430,6 +433,40 @@ def guard_write(files: list[str], tool: str) -> Verdict:
     except GuardsError as e:
         verdict.deny = f"guards could not check this write ({e})"
     return verdict
+
+
+def _surely_mine(path: str) -> bool:
+    """Is ``path`` the caller's recorded content, as far as a look without git can tell
+    (the checkout found by walking up to ``.git``, its ledger read without a lock)?
+    False whenever anything is unsure: the full check (with git) then decides."""
+    from guards.state import identity
+    from guards.state.barrier import locate
+
+    try:
+        caller = identity.caller_id()
+    except Exception:  # an invalid id: the full check says so
+        return False
+    head, name = os.path.split(os.path.abspath(path))
+    found = locate(head) if caller else None
+    if found is None or not name:
+        return False
+    worktree, ledger_dir = found
+    rel = os.path.relpath(os.path.join(os.path.realpath(head), name), worktree)
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep) or rel.split(os.sep)[0] == ".git":
+        return False
+    from guards.state.attribution import Ownership, classify
+    from guards.state.ledger import Ledger, LedgerUnreadableError
+
+    try:
+        data = Ledger(ledger_dir).peek(worktree, rescues=False)[0]
+    except (LedgerUnreadableError, OSError):
+        return False
+    if data is None:
+        return False
+    records = data.paths.get(worktree)
+    if records is None:
+        return False
+    return classify(records.get(rel), path, caller).ownership is Ownership.MINE
 
 
 def _guard_write_in(top: str, rels: list[str], tool: str, verdict: Verdict) -> None:
