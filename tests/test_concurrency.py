@@ -1,9 +1,11 @@
 """Concurrency suite: 8 writers race in one checkout; no version at risk is ever lost.
 
-Each writer is its own process with its own ``GUARDS_SESSION``. In a loop it writes
+Each writer is its own process with its own session (``claude-w3``). In a loop it writes
 unique content (``w3-17``: writer and counter; write to a temp file, then rename, so no
 one ever sees half a file) to its own files (tracked and untracked) and to shared
-tracked files, records each write with ``guards record``, and now and then runs a random
+tracked files, half the time as a harness's Write tool (the agent hook's PreToolUse
+before the write, its PostToolUse after: the barrier), half the time as an
+uncooperative writer (write, then ``guards record``), and now and then runs a random
 destructive command (``reset --hard``, ``checkout -- .``, ``restore .``, ``clean -fd``,
 ``stash -u``) through the git shim or ``guards run``. Every step is logged with wall
 clock times to the writer's own log.
@@ -17,9 +19,10 @@ entry) when some destructive command ``D`` of another writer ``X`` ran entirely 
   ended (``c`` was the content for the whole of ``D``);
 - no command of ``Y`` itself started in between (``Y`` may destroy its own recorded work,
   as asked), and no other writer recorded ``p`` meanwhile (that would make ``c`` theirs);
-- no destructive command was already running when ``c`` was written (a write racing a
-  running ``git reset`` can be overwritten by it after guards looked: that command never
-  saw ``c``; such versions are counted and reported, not checked).
+- no destructive command was already running when ``c`` was written. Versions written
+  while one was running are reported apart: through the hooks, the barrier makes them
+  land in its snapshot or after git, so none may be lost (asserted); an uncooperative
+  writer's can be overwritten by git after guards' last look (counted and reported).
 
 Also: every process finishes in time (no deadlock), no stderr holds a traceback, the
 ledger loads. 10 s in CI, 60 s with ``pytest -m slow``.
