@@ -33,6 +33,21 @@ HOOK = [sys.executable, "-m", "guards.commands.agent_hook", "claude"]
 CLI = [sys.executable, "-m", "guards", "agent-hook", "claude"]
 
 
+def write_event(repo: Path, target: str) -> bytes:
+    """A Write tool's PreToolUse (issue 17: a write over someone else's work is rescued
+    first; a writer waits while a destructive command runs)."""
+    return json.dumps(
+        {
+            "session_id": "bench-session",
+            "cwd": str(repo),
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Write",
+            "tool_use_id": "toolu_bench_w",
+            "tool_input": {"file_path": str(repo / target), "content": "x"},
+        }
+    ).encode()
+
+
 def event(repo: Path, line: str) -> bytes:
     return json.dumps(
         {
@@ -55,7 +70,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "repo"
         print(f"generating {opts.files} files ...", flush=True)
-        generate_repo(repo, opts.files)
+        names = generate_repo(repo, opts.files)
+        own = names[0]
+        (repo / own).write_text("the session's own edit\n")
+        subprocess.run(
+            [*CLI[:3], "record", "--session", "claude-bench-session", own],
+            cwd=repo,
+            env=env(),
+            check=True,
+        )
         run_env = env(PYTHONPYCACHEPREFIX=str(Path(tmp) / "pycache"))
         run_env.pop("PYTHONDONTWRITEBYTECODE", None)
         floor = "import json, sys; json.load(sys.stdin)"
@@ -76,9 +99,11 @@ def main() -> None:
             "agent-hook: rm -rf in the repository, nothing at risk": (HOOK, rm_inside),
             "agent-hook: git status": (HOOK, status),
             "agent-hook: git reset --hard, nothing at risk": (HOOK, reset),
+            "agent-hook: Write, a new file": (HOOK, write_event(repo, "brand-new.txt")),
+            "agent-hook: Write, the session's own file": (HOOK, write_event(repo, own)),
         }
         times, cpu = _interleaved(commands, repo, run_env, opts.repeat)
-    report(f"agent hook (PreToolUse/Bash), {opts.files} tracked files", list(times.items()))
+    report(f"agent hook (PreToolUse), {opts.files} tracked files", list(times.items()))
     base = times["python start-up + read JSON (floor)"]
     for name in (
         "agent-hook: line without git",
@@ -88,6 +113,8 @@ def main() -> None:
         "agent-hook: rm -rf in the repository, nothing at risk",
         "agent-hook: git status",
         "agent-hook: git reset --hard, nothing at risk",
+        "agent-hook: Write, a new file",
+        "agent-hook: Write, the session's own file",
     ):
         print(f"  {name} / floor = {times[name] / base:.2f}x")
     print("  (target: line without git <= 1.5x the floor)")

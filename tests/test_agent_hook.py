@@ -169,6 +169,71 @@ def test_a_failing_shell_command_s_files_are_attributed_and_its_marker_removed(
     assert list((repo / ".git/guards/observe").iterdir()) == []
 
 
+CAROL = session_for("claude", "carol")
+
+
+def write_event(session: str, path: Path, event: str = "PostToolUse") -> dict[str, Any]:
+    return {
+        "session_id": session,
+        "hook_event_name": event,
+        "tool_name": "Write",
+        "tool_input": {"file_path": str(path), "content": "x"},
+        "tool_use_id": f"toolu_w_{session}",
+    }
+
+
+def bob_destroys_and_carol_s_version_survives(repo: Path, version: str) -> None:
+    """bob's next destructive command must rescue carol's version of src/app.py."""
+    res = run_guards("run", "--", "checkout", "--", ".", cwd=repo, env={"GUARDS_SESSION": BOB})
+    assert res.returncode == 0, res.stderr
+    kept = [git(repo, "show", f"{ref}:src/app.py") for ref in rescue_refs(repo)]
+    assert version in kept, (res.stderr, kept)
+
+
+def test_a_shell_command_s_end_does_not_claim_what_another_session_recorded_meanwhile(
+    repo: Path,
+) -> None:
+    """carol writes (and records) src/app.py while bob's shell line runs, then writes it
+    again (her second Write's PostToolUse has not come yet): bob's line did not write it."""
+    pre = bash_event("bob", "sleep 0", "toolu_s1")
+    assert send(repo, pre).returncode == 0
+    (repo / "src/app.py").write_text("carol 1\n")
+    assert send(repo, write_event("carol", repo / "src/app.py")).returncode == 0
+    assert owners(repo)["src/app.py"] == CAROL
+    (repo / "src/app.py").write_text("carol 2\n")
+    res = send(repo, {**pre, "hook_event_name": "PostToolUse", "tool_response": {}})
+    assert res.returncode == 0, res.stderr
+    assert owners(repo)["src/app.py"] != BOB
+    bob_destroys_and_carol_s_version_survives(repo, "carol 2\n")
+
+
+def test_an_exact_record_made_while_the_observation_reads_the_ledger_wins(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The observation reads the ledger, then writes: carol's record landing in between
+    (a real process) must not be overwritten by bob's observation."""
+    from guards.integrations import agent_hooks
+    from guards.state.workspace import Workspace
+
+    pre = bash_event("bob", "sleep 0", "toolu_s2")
+    assert send(repo, pre).returncode == 0
+    threshold = os.stat(next((repo / ".git/guards/observe").iterdir())).st_ctime_ns
+    (repo / "src/app.py").write_text("carol\n")
+    real_read = Workspace.read_ledger
+
+    def read_then_carol_records(self: Workspace, **kw: Any) -> Any:
+        found = real_read(self, **kw)
+        assert send(repo, write_event("carol", repo / "src/app.py")).returncode == 0
+        return found
+
+    with monkeypatch.context() as m:
+        m.setattr(Workspace, "read_ledger", read_then_carol_records)
+        claimed = agent_hooks.observe(Workspace.open(repo), BOB, threshold)
+    assert claimed in ([], ["src/app.py"])  # claimed or not, carol's record must win
+    assert owners(repo)["src/app.py"] == CAROL
+    bob_destroys_and_carol_s_version_survives(repo, "carol\n")
+
+
 # -- guarding shell lines ----------------------------------------------------------------
 
 
@@ -446,6 +511,109 @@ def test_a_pathspec_git_rejects_passes_the_hook_as_it_passes_guards_run(repo: Pa
     guarded = run_guards("run", "--", "checkout", "--", ":(foo)README", cwd=repo)
     assert (guarded.returncode, guarded.stderr.encode()) == (plain.returncode, plain.stderr)
     assert (repo / "README").read_text() == "someone's edit\n"
+
+
+# -- write tools overwriting someone else's uncommitted file ----------------------------
+
+
+def write_pre(session: str, tool: str, target: str, harness: str = "claude") -> dict[str, Any]:
+    key = "notebook_path" if tool == "NotebookEdit" else "file_path"
+    return {
+        "session_id": session,
+        "hook_event_name": "BeforeTool" if harness == "gemini" else "PreToolUse",
+        "tool_name": tool,
+        "tool_input": {key: target, "content": "bob's\n"},
+        "tool_use_id": "toolu_pw",
+    }
+
+
+def rescued_contents(repo: Path, path: str) -> list[str]:
+    return [git(repo, "show", f"{ref}:{path}") for ref in rescue_refs(repo)]
+
+
+@pytest.mark.parametrize("tool", ["Write", "Edit", "MultiEdit", "NotebookEdit"])
+def test_a_claude_write_tool_rescues_another_session_s_file_before_overwriting_it(
+    repo: Path, tool: str
+) -> None:
+    alice_dirty(repo)
+    out = answer(send(repo, write_pre("bob", tool, str(repo / "src/app.py"))))
+    assert "permissionDecision" not in out
+    assert "rescued 1 path of session alice" in out["additionalContext"]
+    assert rescued_contents(repo, "src/app.py") == ["print('alice')\n"]
+    assert (repo / "src/app.py").read_text() == "print('alice')\n"  # untouched
+
+
+def test_unrecorded_and_untracked_content_is_rescued_before_a_write_too(repo: Path) -> None:
+    """Unknown counts as foreign: an untracked file nobody recorded, a relative path."""
+    (repo / "notes.txt").write_text("someone's notes\n")
+    out = answer(send(repo, write_pre("bob", "Write", "notes.txt")))
+    assert "rescued 1 path of unknown owner" in out["additionalContext"]
+    assert rescued_contents(repo, "notes.txt") == ["someone's notes\n"]
+
+
+@pytest.mark.parametrize("case", ["own recorded file", "new file", "clean file", "outside"])
+def test_a_write_that_destroys_nothing_of_anyone_else_s_is_silent(
+    repo: Path, tmp_path: Path, case: str
+) -> None:
+    target = {
+        "own recorded file": repo / "src/app.py",
+        "new file": repo / "brand/new.txt",
+        "clean file": repo / "README",
+        "outside": tmp_path / "elsewhere.txt",
+    }[case]
+    if case == "own recorded file":
+        target.write_text("bob's first\n")
+        assert run_guards("record", "--session", BOB, "src/app.py", cwd=repo).returncode == 0
+    if case == "outside":
+        target.write_text("not in a repository\n")
+    res = send(repo, write_pre("bob", "Write", str(target)))
+    assert (res.returncode, res.stdout, res.stderr) == (0, "", "")
+    assert rescue_refs(repo) == []
+
+
+def test_a_write_over_another_session_s_file_is_refused_under_policy_block(repo: Path) -> None:
+    alice_dirty(repo)
+    res = send(
+        repo, write_pre("bob", "Edit", str(repo / "src/app.py")), env={"GUARDS_POLICY": "block"}
+    )
+    out = answer(res)
+    assert out["permissionDecision"] == "deny"
+    reason = out["permissionDecisionReason"]
+    assert "refused `Edit src/app.py`" in reason and "alice" in reason
+    assert rescue_refs(repo) == []
+
+
+def test_codex_apply_patch_rescues_the_files_it_updates_first(repo: Path) -> None:
+    alice_dirty(repo)
+    (repo / "README").write_text("carol's readme\n")
+    assert run_guards("record", "--session", "carol", "README", cwd=repo).returncode == 0
+    patch = (
+        "*** Begin Patch\n*** Update File: src/app.py\n@@\n-print('alice')\n+print('c')\n"
+        "*** Update File: README\n@@\n-carol's readme\n+c\n*** Add File: fresh.txt\n+x\n"
+        "*** End Patch\n"
+    )
+    pre = {
+        "session_id": "c-1",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "apply_patch",
+        "tool_input": {"command": patch},
+        "tool_use_id": "call_p",
+    }
+    res = send(repo, pre, harness="codex")
+    assert res.returncode == 0, res.stderr
+    assert "guards: rescued" in res.stderr
+    assert sorted(rescued_contents(repo, "src/app.py")) == ["print('alice')\n", "print('hi')\n"]
+    assert "carol's readme\n" in rescued_contents(repo, "README")
+
+
+def test_gemini_write_file_rescues_another_session_s_file_first(repo: Path) -> None:
+    alice_dirty(repo)
+    res = send(
+        repo, write_pre("g-1", "write_file", str(repo / "src/app.py"), "gemini"), harness="gemini"
+    )
+    assert res.returncode == 0, res.stderr
+    assert "guards: rescued 1 path of session alice" in res.stderr
+    assert rescued_contents(repo, "src/app.py") == ["print('alice')\n"]
 
 
 # -- Gemini CLI --------------------------------------------------------------------------

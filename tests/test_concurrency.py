@@ -1,9 +1,11 @@
 """Concurrency suite: 8 writers race in one checkout; no version at risk is ever lost.
 
-Each writer is its own process with its own ``GUARDS_SESSION``. In a loop it writes
+Each writer is its own process with its own session (``claude-w3``). In a loop it writes
 unique content (``w3-17``: writer and counter; write to a temp file, then rename, so no
 one ever sees half a file) to its own files (tracked and untracked) and to shared
-tracked files, records each write with ``guards record``, and now and then runs a random
+tracked files, half the time as a harness's Write tool (the agent hook's PreToolUse
+before the write, its PostToolUse after: the barrier), half the time as an
+uncooperative writer (write, then ``guards record``), and now and then runs a random
 destructive command (``reset --hard``, ``checkout -- .``, ``restore .``, ``clean -fd``,
 ``stash -u``) through the git shim or ``guards run``. Every step is logged with wall
 clock times to the writer's own log.
@@ -17,9 +19,10 @@ entry) when some destructive command ``D`` of another writer ``X`` ran entirely 
   ended (``c`` was the content for the whole of ``D``);
 - no command of ``Y`` itself started in between (``Y`` may destroy its own recorded work,
   as asked), and no other writer recorded ``p`` meanwhile (that would make ``c`` theirs);
-- no destructive command was already running when ``c`` was written (a write racing a
-  running ``git reset`` can be overwritten by it after guards looked: that command never
-  saw ``c``; such versions are counted and reported, not checked).
+- no destructive command was already running when ``c`` was written. Versions written
+  while one was running are reported apart: through the hooks, the barrier makes them
+  land in its snapshot or after git, so none may be lost (asserted); an uncooperative
+  writer's can be overwritten by git after guards' last look (counted and reported).
 
 Also: every process finishes in time (no deadlock), no stderr holds a traceback, the
 ledger loads. 10 s in CI, 60 s with ``pytest -m slow``.
@@ -51,7 +54,8 @@ wid, repo, shim, deadline, log_path, seed, tmp = sys.argv[1:8]
 deadline = float(deadline)
 rng = random.Random(int(seed))
 me = f"w{wid}"
-env = {**os.environ, "GUARDS_SESSION": me}
+session = f"claude-{me}"  # the guards session of harness session `me` (its hook's view)
+env = {**os.environ, "GUARDS_SESSION": session}
 shim_env = {**env, "PATH": shim + os.pathsep + env["PATH"]}
 log = open(log_path, "a", buffering=1)
 guards = [sys.executable, "-m", "guards"]
@@ -61,6 +65,18 @@ COMMANDS = [["reset", "--hard"], ["checkout", "--", "."], ["restore", "."],
 
 def emit(**kw):
     log.write(json.dumps(kw) + "\n")
+
+
+def hook(event, path):
+    # A Write tool call's hook, as Claude Code sends it: may the write go?
+    body = {"cwd": repo, "session_id": me, "hook_event_name": event, "tool_name": "Write",
+            "tool_input": {"file_path": os.path.join(repo, path), "content": "x"},
+            "tool_use_id": f"toolu-{me}-{counter}"}
+    p = subprocess.run([sys.executable, "-m", "guards.commands.agent_hook", "claude"],
+                       cwd=repo, input=json.dumps(body).encode(), capture_output=True,
+                       env=env, timeout=120)
+    out = p.stdout.decode()
+    return p.returncode == 0 and "deny" not in out, p.stderr.decode("utf-8", "replace")
 
 
 def run(argv, e):
@@ -83,14 +99,27 @@ while time.time() < deadline:
             path = f"shared/s{rng.randrange(int(os.environ['SHARED']))}.txt"
         counter += 1
         content = f"{me}-{counter}\n"
-        t0 = time.time()
-        emit(op="write-start", path=path, content=content, t=t0)
+        # Half the writes come through a harness's Write tool (its hooks around the
+        # write: the barrier), half from an uncooperative writer (write, then record).
+        mode = "hook" if rng.random() < 0.5 else "plain"
+        if mode == "hook":
+            ok, err = hook("PreToolUse", path)
+            if not ok:
+                emit(op="write-denied", path=path, err=err, t=time.time())
+                continue
         tmpfile = os.path.join(tmp, f"{me}.tmp")
         with open(tmpfile, "w") as f:
             f.write(content)
+        t0 = time.time()
+        emit(op="write-start", path=path, content=content, t=t0, mode=mode)
         os.replace(tmpfile, os.path.join(repo, path))
-        rc, err = run([*guards, "record", "--", path], env)
-        emit(op="recorded", path=path, content=content, t0=t0, t=time.time(), rc=rc, err=err)
+        if mode == "hook":
+            ok, err = hook("PostToolUse", path)
+            rc = 0 if ok else 1
+        else:
+            rc, err = run([*guards, "record", "--", path], env)
+        emit(op="recorded", path=path, content=content, t0=t0, t=time.time(), rc=rc, err=err,
+             mode=mode)
     else:
         cmd = rng.choice(COMMANDS)
         way = rng.choice(["shim", "guards-run"])
@@ -111,6 +140,7 @@ class Version:
     content: str
     write_start: float
     recorded: float | None  # None: the record failed
+    mode: str = "plain"  # "hook": through a harness's Write tool and its hooks
 
 
 @dataclass
@@ -133,6 +163,8 @@ class Logs:
     done: set[str] = field(default_factory=set)
     #: commands (records and destructive ones) still running after 120 s
     stuck: list[str] = field(default_factory=list)
+    #: harness writes the barrier refused (a destructive command ran past the bound)
+    denied: int = 0
 
 
 def read_logs(logs_dir: Path) -> Logs:
@@ -146,7 +178,14 @@ def read_logs(logs_dir: Path) -> Logs:
             if ev["op"] == "recorded":
                 ok = ev["rc"] == 0
                 out.versions.append(
-                    Version(writer, ev["path"], ev["content"], ev["t0"], ev["t"] if ok else None)
+                    Version(
+                        writer,
+                        ev["path"],
+                        ev["content"],
+                        ev["t0"],
+                        ev["t"] if ok else None,
+                        ev.get("mode", "plain"),
+                    )
                 )
                 out.records.append((writer, ev["path"], ev["t"]))
                 out.stderr.append((f"{writer} record {ev['path']}", ev["err"]))
@@ -155,6 +194,9 @@ def read_logs(logs_dir: Path) -> Logs:
                     Destroy(writer, ev["cmd"], ev["way"], ev["t0"], ev["t"], ev["rc"], ev["err"])
                 )
                 out.stderr.append((f"{writer} {' '.join(ev['cmd'])} via {ev['way']}", ev["err"]))
+            elif ev["op"] == "write-denied":
+                out.denied += 1
+                out.stderr.append((f"{writer} hook {ev['path']}", ev["err"]))
             elif ev["op"] == "done":
                 out.done.add(writer)
     return out
@@ -324,8 +366,13 @@ def race(tmp_path: Path, seconds: float) -> int:
     found = recoverable_contents(repo)
     lost = [(v, d) for v, d in verdict.checked if v.content.encode() not in found]
     # versions at risk, but written while another command that could destroy them was
-    # already running (it may have looked before they existed): not covered, but counted
+    # already running: through a harness's hooks the barrier covers them (none may be
+    # lost); an uncooperative writer's are only narrowed by the second look (counted)
     raced_gone = [v for v in verdict.raced if v.content.encode() not in found]
+    hook_raced = [v for v in verdict.raced if v.mode == "hook"]
+    hook_gone = [v for v in raced_gone if v.mode == "hook"]
+    plain_raced = [v for v in verdict.raced if v.mode != "hook"]
+    plain_gone = [v for v in raced_gone if v.mode != "hook"]
     tracebacks = [
         (what, err) for what, err in logs.stderr if "Traceback" in err or "internal error" in err
     ]
@@ -335,8 +382,10 @@ def race(tmp_path: Path, seconds: float) -> int:
         f"concurrency suite: seed={seed} seconds={seconds} writers={WRITERS} "
         f"writes={len(logs.versions)} destructive={len(logs.destroys)} "
         f"(exit != 0: {len(failed)}) rescue_refs={len(rescue_refs)} "
-        f"versions_checked={len(verdict.checked)} raced_excluded={len(verdict.raced)} "
-        f"(of which gone: {len(raced_gone)}) "
+        f"versions_checked={len(verdict.checked)} "
+        f"raced_through_hooks={len(hook_raced)} (gone: {len(hook_gone)}) "
+        f"raced_uncooperative={len(plain_raced)} (gone: {len(plain_gone)}) "
+        f"hook_writes_refused={logs.denied} "
         f"losses={len(lost)} hung={len(hung)} tracebacks={len(tracebacks)}"
     )
     ledger_problem = None
@@ -358,6 +407,11 @@ def race(tmp_path: Path, seconds: float) -> int:
             f"{d.writer}'s {' '.join(d.cmd)} via {d.way}, rc {d.rc})"
             for v, d in lost[:5]
         )
+        + f" {where}"
+    )
+    assert not hook_gone, (
+        "LOST through the barrier: "
+        + "; ".join(f"{v.content.strip()} of {v.path} (by {v.writer})" for v in hook_gone[:5])
         + f" {where}"
     )
     return len(verdict.checked) if logs.destroys else 0

@@ -41,7 +41,7 @@ def test_claude_project_install_merges_and_uninstall_restores_the_users_file(
     assert res.returncode == 0, res.stderr
     doc = json.loads(settings.read_text())
     assert our_commands(doc) == {
-        "PreToolUse": ["Bash"],
+        "PreToolUse": ["Bash|Write|Edit|MultiEdit|NotebookEdit"],
         "PostToolUse": ["Bash|Write|Edit|MultiEdit|NotebookEdit"],
         "PostToolUseFailure": ["Bash"],
         "SessionStart": [""],
@@ -68,6 +68,29 @@ def test_reinstall_adds_the_events_a_newer_guards_hooks(repo: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert "hooks (PostToolUseFailure)" in res.stdout
     assert our_commands(json.loads(settings.read_text()))["PostToolUseFailure"] == ["Bash"]
+
+
+def test_reinstall_moves_our_hook_to_the_new_matcher_without_doubling_it(repo: Path) -> None:
+    """An older guards hooked PreToolUse for Bash alone; its group may hold a user's hook."""
+    assert run_guards("install", "--claude", "--codex", "--no-aliases", cwd=repo).returncode == 0
+    for name, old in ((".claude/settings.json", "Bash"), (".codex/hooks.json", "Bash")):
+        settings = repo / name
+        doc = json.loads(settings.read_text())
+        [group] = doc["hooks"]["PreToolUse"]
+        group["matcher"] = old
+        group["hooks"].append({"type": "command", "command": "my-linter"})
+        settings.write_text(json.dumps(doc))
+    res = run_guards("install", "--claude", "--codex", "--no-aliases", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    claude = json.loads((repo / ".claude/settings.json").read_text())
+    codex = json.loads((repo / ".codex/hooks.json").read_text())
+    assert our_commands(claude)["PreToolUse"] == ["Bash|Write|Edit|MultiEdit|NotebookEdit"]
+    assert our_commands(codex)["PreToolUse"] == ["Bash|apply_patch"]
+    for doc in (claude, codex):
+        assert doc["hooks"]["PreToolUse"][0] == {
+            "matcher": "Bash",
+            "hooks": [{"type": "command", "command": "my-linter"}],
+        }
 
 
 def test_claude_user_install_writes_the_home_settings(repo: Path, hermetic_seal: Path) -> None:
@@ -158,7 +181,7 @@ def test_gemini_install_writes_settings_json_in_milliseconds_and_warns_of_trust(
     assert res.returncode == 0, res.stderr
     doc = json.loads((repo / ".gemini/settings.json").read_text())
     assert our_commands(doc) == {
-        "BeforeTool": ["^run_shell_command$"],
+        "BeforeTool": ["^(run_shell_command|write_file|replace)$"],
         "AfterTool": ["^(run_shell_command|write_file|replace)$"],
         "SessionStart": [""],
         "BeforeAgent": [""],

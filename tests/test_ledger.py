@@ -293,6 +293,27 @@ def test_records_are_merged_in_order_and_survive_compaction(tmp_path: Path) -> N
     assert not ledger.journal_path.read_bytes().count(b"\x1e")  # folded: an empty journal
 
 
+def test_a_claim_applies_only_over_the_attribution_it_judged(tmp_path: Path) -> None:
+    """The observation's compare-and-set: a record made after it read the ledger wins,
+    in the journal and once folded into the snapshot alike."""
+    from guards.state.ledger import op_attribute, op_claim
+
+    ledger = Ledger(tmp_path / "guards")
+    ledger.append([op_attribute("/w", "a", _attribution("carol", 2.0))])  # after the read
+    ledger.append(
+        [
+            op_claim("/w", "a", _attribution("bob", 3.0), None),  # judged: no record
+            op_claim("/w", "b", _attribution("bob", 3.0), None),
+            op_attribute("/w", "c", _attribution("carol", 1.0)),
+            op_claim("/w", "c", _attribution("bob", 3.0), 1.0),  # judged carol's old one
+        ]
+    )
+    owners = {"a": "carol", "b": "bob", "c": "bob"}
+    assert {p: r["session"] for p, r in ledger.read().paths["/w"].items()} == owners
+    assert ledger.compact()
+    assert {p: r["session"] for p, r in ledger.read().paths["/w"].items()} == owners
+
+
 def test_a_reader_reads_only_its_worktree(tmp_path: Path) -> None:
     from guards.state.ledger import op_attribute
 

@@ -82,7 +82,7 @@ def _guard(args: list[str]) -> int:
         return ExitCode.OK  # git rejects this command line itself, before touching anything
     from guards.protect.guard import guard_command
 
-    guard_command(cmd)
+    guard_command(cmd, announce=True)
     return ExitCode.OK
 
 

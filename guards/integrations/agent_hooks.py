@@ -121,6 +121,10 @@ def _dispatch(harness: str, name: str, event: dict[str, Any]) -> int:
         return _pre_shell(harness, event)
     if name in SHELL_ENDS and tool in SHELL_TOOLS:
         return _post_shell(harness, event)
+    if name in TOOL_STARTS and (
+        tool in EDIT_TOOLS or tool in NOTEBOOK_TOOLS or tool in PATCH_TOOLS
+    ):
+        return _pre_write(harness, event)
     if name in TOOL_ENDS and (tool in EDIT_TOOLS or tool in NOTEBOOK_TOOLS):
         return _post_edit(harness, event)
     if name in TOOL_ENDS and tool in PATCH_TOOLS:
@@ -425,18 +429,24 @@ def _sweep(directory: str) -> None:
 def observe(ws: Workspace, sid: str, threshold_ns: int) -> list[str]:
     """Attribute to ``sid`` the dirty files whose status changed after ``threshold_ns``.
 
-    A file another session recorded after the threshold, and which still matches that
-    record, stays theirs: a harness naming its edit beats an observation.
+    An observation claims only what nobody else recorded since the line started: a
+    file another session recorded after the threshold stays theirs (a harness naming
+    its edit beats an observation), even when it changed again since (their next
+    write's record may still be on its way; unknown is rescued, a wrong "mine" is not).
+    Each claim is conditional on the attribution read (a compare-and-set in the
+    journal), so a record made between this read and this write wins as well. With an
+    unreadable ledger nothing is claimed.
     """
     from guards.git.dirty import read_dirty
-    from guards.state.attribution import Attribution, still_matches
+    from guards.state.ledger import recorded_at
     from guards.state.workspace import record_paths
 
-    top = ws.repo.worktree
+    top = ws.repo.worktree_key
+    join = os.path.join
     changed = []
     for d in read_dirty(ws.repo):
         try:
-            st = os.lstat(top / d.path)
+            st = os.lstat(join(top, d.path))
         except OSError:
             continue  # deleted: nothing to fingerprint but the deletion, leave it unknown
         if st.st_ctime_ns > threshold_ns:
@@ -444,23 +454,21 @@ def observe(ws: Workspace, sid: str, threshold_ns: int) -> list[str]:
     if not changed:
         return []
     data, _problem = ws.read_ledger()
-    records: Mapping[str, Any] = data.paths.get(ws.repo.worktree_key, {}) if data else {}
+    if data is None:
+        return []  # who recorded what since the line started cannot be told
+    records: Mapping[str, Any] = data.paths.get(ws.repo.worktree_key, {})
     threshold_s = threshold_ns / 1e9
-    mine = []
+    seen: dict[str, object] = {}
     for path in changed:
         record = records.get(path)
-        if record is not None:
-            other = Attribution.from_json(record)
-            if (
-                other.session != sid
-                and other.recorded >= threshold_s
-                and still_matches(other.fingerprint, top / path, ws.repo.object_format)
-            ):
-                continue
-        mine.append(path)
-    if mine:
-        record_paths(ws, sid, mine, source="observed")
-    return mine
+        if isinstance(record, dict) and record.get("session") != sid:
+            when = record.get("recorded")
+            if not isinstance(when, (int, float)) or when >= threshold_s:
+                continue  # recorded by someone else since the line started (or damaged)
+        seen[path] = recorded_at(records, path) if record is not None else None  # type: ignore[arg-type]
+    if seen:
+        record_paths(ws, sid, list(seen), source="observed", expected=seen)
+    return list(seen)
 
 
 def _observe(directory: str, sid: str, threshold_ns: int) -> None:
@@ -486,6 +494,112 @@ def _existing(directory: str) -> str:
 # -- edits -----------------------------------------------------------------------------
 
 
+def _write_targets(event: dict[str, Any]) -> list[str] | None:
+    """The absolute paths a write tool's call edits (None: its input names none)."""
+    tool = str(event.get("tool_name"))
+    tool_input = event.get("tool_input")
+    cwd = _cwd(event)
+    if tool in PATCH_TOOLS:
+        body = _command(event)
+        if body is None and isinstance(tool_input, dict):
+            body = tool_input.get("input") if isinstance(tool_input.get("input"), str) else None
+        if body is None:
+            return None
+        from guards.predict.shell import patch_paths
+
+        return [os.path.join(cwd, p) for p in patch_paths(body)]
+    key = EDIT_TOOLS.get(tool) or NOTEBOOK_TOOLS.get(tool, "file_path")
+    target = tool_input.get(key) if isinstance(tool_input, dict) else None
+    if not isinstance(target, str) or not target:
+        return None
+    return [os.path.join(cwd, target)]
+
+
+def _write_wait() -> float:
+    from guards.state.barrier import WRITE_WAIT
+
+    return WRITE_WAIT
+
+
+def _write_key(event: dict[str, Any], files: list[str]) -> str:
+    """What names this tool call in the barrier: its id, else (Gemini) its files."""
+    use_id = event.get("tool_use_id")
+    if isinstance(use_id, str) and use_id:
+        return use_id
+    import hashlib
+
+    text = "\0".join(sorted(os.path.abspath(f) for f in files))
+    return "files-" + hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+
+
+def _barriers(files: list[str]) -> dict[str, str]:
+    """work tree -> ledger directory, for the checkouts ``files`` are in."""
+    from guards.state.barrier import locate
+
+    found: dict[str, str] = {}
+    for path in files:
+        where = locate(os.path.dirname(os.path.abspath(path)))
+        if where is not None:
+            found.setdefault(where[0], where[1])
+    return found
+
+
+def _enter_writes(event: dict[str, Any], sid: str | None, files: list[str]) -> list[str]:
+    """Announce the write in each checkout it touches, after any destructive command
+    running there finished (bounded); returns those still running (nothing announced)."""
+    from guards.state import barrier
+
+    key = _write_key(event, files)
+    entered: list[tuple[str, str]] = []
+    for worktree, ledger_dir in _barriers(files).items():
+        running = barrier.enter_write(ledger_dir, worktree, sid or "unidentified", key)
+        if running:
+            for done_ledger, _ in entered:
+                barrier.withdraw_write(done_ledger, sid or "unidentified", key)
+            return running
+        entered.append((ledger_dir, worktree))
+    return []
+
+
+def _leave_writes(event: dict[str, Any], sid: str | None, files: list[str]) -> None:
+    """The write is over (recorded) or will not happen: destroyers need not wait."""
+    from guards.state import barrier
+
+    key = _write_key(event, files)
+    for ledger_dir in _barriers(files).values():
+        barrier.withdraw_write(ledger_dir, sid or "unidentified", key)
+
+
+def _pre_write(harness: str, event: dict[str, Any]) -> int:
+    """Before a write tool runs: another writer's uncommitted content of its files is
+    rescued first (policy block: the write is refused with the reason)."""
+    if os.environ.get("GUARDS_DISABLE") == "1":
+        return 0
+    files = _write_targets(event)
+    if files is None:
+        return 0  # the tool itself will fail on input that names no file
+    sid = _identify(harness, event)
+    running = _enter_writes(event, sid, files)
+    if running:
+        return _deny(
+            harness,
+            "guards: a destructive git command is running in this checkout "
+            f"({'; '.join(running[:2])}) and did not finish within "
+            f"{_write_wait():g} s; the write would race it: retry when it has finished",
+        )
+    from guards.protect.guard import guard_write
+
+    verdict = guard_write(files, str(event.get("tool_name")))
+    if verdict.deny:
+        _leave_writes(event, sid, files)
+        return _deny(harness, verdict.deny)
+    if verdict.rescued and harness == "claude":
+        return _emit("PreToolUse", additionalContext=_rescue_context(verdict.rescued))
+    for line in verdict.rescued:
+        _say(line)
+    return 0
+
+
 def _post_edit(harness: str, event: dict[str, Any]) -> int:
     tool_input = event.get("tool_input")
     tool = str(event.get("tool_name"))
@@ -494,13 +608,15 @@ def _post_edit(harness: str, event: dict[str, Any]) -> int:
     if not isinstance(target, str) or not target:
         _say(f"guards agent-hook: {tool} input names no {key}; nothing recorded")
         return HOOK_ERROR
-    if _failed(event):
-        return 0  # Gemini sends AfterTool for a failed edit too: the file is unchanged
     sid = _identify(harness, event)
-    if sid is None:
+    files = [os.path.join(_cwd(event), target)]
+    try:
+        if _failed(event) or sid is None:
+            return 0  # Gemini sends AfterTool for a failed edit too: the file is unchanged
+        record_files(sid, files)
         return 0
-    record_files(sid, [os.path.join(_cwd(event), target)])
-    return 0
+    finally:
+        _leave_writes(event, sid, files)
 
 
 def _failed(event: dict[str, Any]) -> bool:
@@ -516,13 +632,16 @@ def _post_patch(harness: str, event: dict[str, Any]) -> int:
     if not isinstance(body, str):
         return 0
     sid = _identify(harness, event)
-    if sid is None:
-        return 0
     from guards.predict.shell import patch_paths
 
     cwd = _cwd(event)
-    record_files(sid, [os.path.join(cwd, p) for p in patch_paths(body)])
-    return 0
+    files = [os.path.join(cwd, p) for p in patch_paths(body)]
+    try:
+        if sid is not None:
+            record_files(sid, files)
+        return 0
+    finally:
+        _leave_writes(event, sid, files)
 
 
 def record_files(sid: str, files: list[str]) -> list[str]:

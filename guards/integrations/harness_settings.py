@@ -11,9 +11,10 @@ same shape (Gemini: other event names, timeouts in milliseconds)::
                                "hooks": [{"type": "command", "command": "..."}]}]}}
 
 Install appends one matcher group per event holding only our hook; the user's groups,
-hooks and other settings are never modified. Uninstall removes only hook entries
-whose command is ours (it runs ``guards.commands.agent_hook``), and a group or event
-list only when that left it empty.
+hooks and other settings are never modified (our own hook, installed by an older guards
+with another matcher, is taken out of its group first, so it never runs twice).
+Uninstall removes only hook entries whose command is ours (it runs
+``guards.commands.agent_hook``), and a group or event list only when that left it empty.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ OURS = re.compile(r"guards(?:\.commands\.agent_hook| agent-hook) (?:claude|codex
 
 #: event -> matcher (None: the event takes no matcher)
 CLAUDE_EVENTS: dict[str, str | None] = {
-    "PreToolUse": "Bash",
+    # Write tools too: a write over another writer's uncommitted file rescues it first.
+    "PreToolUse": "Bash|Write|Edit|MultiEdit|NotebookEdit",
     "PostToolUse": "Bash|Write|Edit|MultiEdit|NotebookEdit",
     # Sent instead of PostToolUse after a failing command: its files still get attributed.
     "PostToolUseFailure": "Bash",
@@ -44,7 +46,7 @@ CLAUDE_EVENTS: dict[str, str | None] = {
     "SessionEnd": None,
 }
 CODEX_EVENTS: dict[str, str | None] = {
-    "PreToolUse": "Bash",
+    "PreToolUse": "Bash|apply_patch",
     "PostToolUse": "Bash|apply_patch",
     "SessionStart": None,
     "UserPromptSubmit": None,
@@ -52,7 +54,7 @@ CODEX_EVENTS: dict[str, str | None] = {
 }
 #: Gemini's matchers are regular expressions searched in the tool name: anchored.
 GEMINI_EVENTS: dict[str, str | None] = {
-    "BeforeTool": "^run_shell_command$",
+    "BeforeTool": "^(run_shell_command|write_file|replace)$",
     "AfterTool": "^(run_shell_command|write_file|replace)$",
     "SessionStart": None,
     "BeforeAgent": None,
@@ -147,6 +149,17 @@ def merge(doc: dict[str, Any], harness: str, command: str) -> list[str]:
             if stale:
                 added.append(event)
             continue
+        # An older guards hooked this event with another matcher: ours moves, once.
+        kept = []
+        for g in groups:
+            entries = g.get("hooks") if isinstance(g, dict) else None
+            if not isinstance(entries, list) or not any(is_ours(h) for h in entries):
+                kept.append(g)
+                continue
+            rest = [h for h in entries if not is_ours(h)]
+            if rest:
+                kept.append({**g, "hooks": rest})
+        groups[:] = kept
         group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
         timeout = EVENT_TIMEOUTS.get((harness, event), TIMEOUT) * TIMEOUT_UNIT.get(harness, 1)
         group["hooks"] = [{"type": "command", "command": command, "timeout": timeout}]

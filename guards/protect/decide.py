@@ -61,16 +61,28 @@ def describe(cmd: GitCommand) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def classify_radius(ws: Workspace, radius: BlastRadius) -> list[AtRisk]:
-    """Every path the command would destroy, with its owner relative to the caller."""
+def radius_paths(ws: Workspace, radius: BlastRadius) -> list[str]:
+    """The paths of a radius; for "everything": all that git's status shows, and the
+    losses it does not show (hidden by index flags) that the radius names."""
+    paths = [loss.path for loss in radius.losses]
+    if radius.everything:
+        paths = list(dict.fromkeys([*(d.path for d in read_dirty(ws.repo, ignored=True)), *paths]))
+    return paths
+
+
+def classify_radius(
+    ws: Workspace, radius: BlastRadius, seen: dict[str, object] | None = None
+) -> list[AtRisk]:
+    """Every path the command would destroy, with its owner relative to the caller
+    (``seen`` gets each path's metadata first, before anything of it is read)."""
     data, problem = ws.read_ledger()
     if problem is not None:
         output.warn(f"{problem}; treating every owner as unknown")
-    paths = [loss.path for loss in radius.losses]
-    if radius.everything:
-        # Everything git's status shows, and the losses it does not show (hidden by
-        # index flags) that the radius names.
-        paths = list(dict.fromkeys([*(d.path for d in read_dirty(ws.repo, ignored=True)), *paths]))
+    paths = radius_paths(ws, radius)
+    if seen is not None:
+        from guards.protect.receipts import signatures
+
+        seen.update(signatures(ws, paths))
     records: Mapping[str, Any] = data.paths.get(ws.repo.worktree_key, {}) if data else {}
     top = ws.repo.worktree
     fmt = ws.repo.object_format
@@ -239,14 +251,19 @@ def decide(
     report: bool = True,
     label: str | None = None,
     rescuable: bool = True,
+    prior: list[RescueResult] | None = None,
+    seen: dict[str, object] | None = None,
 ) -> Decision:
     """What the policy says about ``radius``, changing nothing.
 
     ``label`` names a command that is not git (a shell line's ``rm -rf src``);
     ``rescuable`` False: the command would destroy the repository that would hold the
-    rescue as well, so work at risk refuses it whatever the policy."""
+    rescue as well, so work at risk refuses it whatever the policy. ``prior``: rescues
+    this command made already (a second look before git runs): a path they hold as it
+    is now is not rescued again. ``seen`` gets the metadata of every path in the
+    radius, taken before it is judged (see :mod:`.guard`)."""
     ws = Workspace.open(cwd=radius.worktree or cmd.cwd)
-    classified = classify_radius(ws, radius)
+    classified = classify_radius(ws, radius, seen)
     at_risk = [a for a in classified if a.ownership is not Ownership.MINE]
     mine = [a for a in classified if a.ownership is Ownership.MINE]
     report = report and not ws.config.quiet and not asked_quiet(cmd)
@@ -258,6 +275,10 @@ def decide(
         from guards.protect.receipts import already_rescued
 
         kept = already_rescued(ws, [a.path for a in at_risk])
+        if prior:
+            from guards.protect.receipts import still_held
+
+            kept |= still_held(ws, [a.path for a in at_risk if a.path not in kept], prior)
         held = [a.path for a in at_risk if a.path in kept]
         at_risk = [a for a in at_risk if a.path not in kept]
     commits = list(radius.commits)
@@ -319,6 +340,8 @@ def protect(
     report: bool = True,
     label: str | None = None,
     rescuable: bool = True,
+    prior: list[RescueResult] | None = None,
+    seen: dict[str, object] | None = None,
 ) -> list[RescueResult]:
     """Rescue, refuse or warn as the policy says; return when git may run.
 
@@ -328,7 +351,9 @@ def protect(
     ``rescuable`` False: the command would destroy the repository that would hold the
     rescue as well, so work at risk refuses it whatever the policy.
     """
-    return carry_out(decide(cmd, radius, report=report, label=label, rescuable=rescuable))
+    return carry_out(
+        decide(cmd, radius, report=report, label=label, rescuable=rescuable, prior=prior, seen=seen)
+    )
 
 
 def _rescue(

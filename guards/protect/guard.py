@@ -21,6 +21,7 @@ from guards.values import MutableValue
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from typing import Any
 
     from guards.predict.cmdline import GitCommand
     from guards.predict.shell import Analysis, GitCall
@@ -40,20 +41,68 @@ def guard_command(
     via: str = VIA_RUN,
     line: str | None = None,
     plan: list[Decision] | None = None,
+    announce: bool = False,
 ) -> list[RescueResult]:
     """Rescue (or refuse, as the policy says) what ``cmd`` would destroy; return when git
     may run. A command git itself rejects before touching anything passes untouched.
 
     ``line``: the shell line ``cmd`` is part of (for the log). With ``plan``, nothing is
-    done and nothing logged: the decision is appended to it (``guards explain``)."""
-    from guards.errors import GuardsError
+    done and nothing logged: the decision is appended to it (``guards explain``).
+    ``announce``: this process becomes git when this returns (``guards run``): it
+    announces itself to the writers of its work tree first, and waits for the writes
+    they announced (guards.state.barrier)."""
     from guards.predict import cmdline
 
     if not cmdline.could_destroy(cmd):
         return []
+    announced = _enter_destroy(cmd) if announce and plan is None else None
+    try:
+        return _guard_command(cmd, report=report, via=via, line=line, plan=plan)
+    except BaseException:
+        if announced is not None:
+            import contextlib
+
+            with contextlib.suppress(OSError):
+                os.unlink(announced)  # git will not run: writers need not wait
+        raise
+
+
+def _enter_destroy(cmd: GitCommand) -> str | None:
+    """Announce the command in the barrier, then wait (bounded) for announced writes."""
+    if any(o.startswith(("--git-dir", "--work-tree")) for o in cmd.global_options) or any(
+        k in cmd.env for k in ("GIT_DIR", "GIT_WORK_TREE")
+    ):
+        return None  # the walk to .git would find another checkout: no announcement
+    from guards.state import barrier
+
+    found = barrier.locate(cmd.cwd)
+    if found is None:
+        return None
+    worktree, ledger_dir = found
+    label = " ".join(["git", *cmd.argv])
+    announced = barrier.announce_destroyer(ledger_dir, worktree, label[:100])
+    if announced is not None:
+        late = barrier.wait_for_writes(ledger_dir, worktree)
+        if late:
+            from guards import output
+
+            output.warn(
+                f"went ahead after waiting {barrier.DESTROY_WAIT:g} s for writes announced "
+                f"by {', '.join(sorted(set(late)))} in this checkout"
+            )
+    return announced
+
+
+def _guard_command(
+    cmd: GitCommand, *, report: bool, via: str, line: str | None, plan: list[Decision] | None
+) -> list[RescueResult]:
+    from guards.errors import GuardsError
+    from guards.predict import cmdline
+
     with cmdline.command_environment(cmd):
+        seen: dict[str, object] = {}
         try:
-            decision = _assess(cmd, report=report)
+            decision = _assess(cmd, report=report, seen=seen)
         except GuardsError as e:  # guards cannot tell what is at risk: refused
             if plan is None:
                 _log_refusal(cmd.cwd, str(e), via=via, command=line or _command_text(cmd))
@@ -63,11 +112,15 @@ def guard_command(
         if plan is not None:
             plan.append(decision)
             return []
-        return act(decision, via=via, line=line)
+        results = act(decision, via=via, line=line)
+        if results:
+            results += _look_again(cmd, results, seen, report=report, via=via, line=line)
+        return results
 
 
-def _assess(cmd: GitCommand, *, report: bool) -> Decision | None:
-    """The decision for ``cmd`` (None: nothing at risk), in the command's environment."""
+def _assess(cmd: GitCommand, *, report: bool, seen: dict[str, object]) -> Decision | None:
+    """The decision for ``cmd`` (None: nothing at risk), in the command's environment;
+    ``seen`` gets the metadata of every path judged (for :func:`_look_again`)."""
     from guards.errors import GuardsError
     from guards.predict import blast
 
@@ -81,7 +134,66 @@ def _assess(cmd: GitCommand, *, report: bool) -> Decision | None:
         return None  # the common case: the decision machinery is never even imported
     from guards.protect import decide
 
-    return decide.decide(cmd, radius, report=report)
+    return decide.decide(cmd, radius, report=report, seen=seen)
+
+
+#: How many times guards looks again, after rescuing, for work written meanwhile.
+REVERIFY_ROUNDS = 4
+
+
+def _look_again(
+    cmd: GitCommand,
+    done: list[RescueResult],
+    seen: dict[str, object],
+    *,
+    report: bool,
+    via: str,
+    line: str | None,
+) -> list[RescueResult]:
+    """Right before git runs, look again: a rescue takes a while, and work written
+    meanwhile in the command's reach (a path changed since it was judged, a path dirty
+    since the first look) is judged and rescued too.
+
+    A look is one blast radius (a git status) and an ``lstat`` of each path in it: a
+    path whose metadata (``seen``, taken before it was judged) is unchanged, and not too
+    recent to prove anything, is settled; only the others are judged again. Rounds until
+    one finds nothing new, so git runs right after a look that found every path as it
+    was judged; bounded: a checkout that never settles is refused with the reason."""
+    from guards.errors import RefusedError
+    from guards.predict import blast
+    from guards.predict.blast.radius import BlastRadius, Loss, LossKind
+    from guards.protect import decide
+    from guards.protect.receipts import unchanged
+    from guards.state.workspace import Workspace
+
+    added: list[RescueResult] = []
+    for _ in range(REVERIFY_ROUNDS):
+        radius = blast.blast_radius(cmd)
+        if not radius.losses and not radius.everything:
+            return added  # nothing in reach any more (commits were kept by the first look)
+        ws = Workspace.open(cwd=radius.worktree or cmd.cwd)
+        paths = decide.radius_paths(ws, radius)
+        changed = set(paths) - unchanged(ws, paths, seen)
+        if not changed:
+            return added
+        kinds = {loss.path: loss.kinds for loss in radius.losses}
+        every = frozenset(LossKind.ALL)
+        again = BlastRadius(
+            worktree=radius.worktree,
+            losses=[Loss(p, kinds.get(p, every)) for p in paths if p in changed],
+            moves=radius.moves,
+        )
+        decision = decide.decide(cmd, again, report=report, prior=done + added, seen=seen)
+        more = act(decision, via=via, line=line)
+        if not more:
+            continue  # judged again (seen now holds it as judged): look once more
+        added += more
+    raise RefusedError(
+        f"refused `git {decide.describe(cmd)}`: work in its reach kept changing while "
+        f"guards rescued it ({len(done) + len(added)} rescues, the last to "
+        f"{(added or done)[-1].ref}); everything seen is rescued, nothing was destroyed: "
+        "run it again when the writers pause"
+    )
 
 
 def act(decision: Decision, *, via: str, line: str | None = None) -> list[RescueResult]:
@@ -538,3 +650,116 @@ def _report(results: list[RescueResult], verdict: Verdict, where: str) -> None:
 
     verdict.rescued += [report_line(result) for result in results]
     verdict.rescues += [(where, result) for result in results]
+
+
+def guard_write(files: list[str], tool: str) -> Verdict:
+    """Before a write tool (Write, Edit, ``apply_patch``, ``write_file`` ...) changes
+    ``files`` (absolute paths): uncommitted content of them that is not provably the
+    caller's is rescued first (policy block: the write is refused). A write is
+    destruction like any other; the index is not touched by it, so only the files'
+    content (dirty, untracked or ignored) is at risk.
+
+    Cheap when nothing is at risk: a new file costs one ``lstat``; a file the caller
+    recorded and that still matches costs a lock-free ledger read, and no git status.
+    """
+    verdict = Verdict()
+    # A new file: nobody's content to lose. The caller's own: no git at all.
+    existing = [p for p in files if os.path.lexists(p)]
+    existing = [p for p in existing if not _surely_mine(p)]
+    if not existing:
+        return verdict
+    from guards.errors import GuardsError, RefusedError, UsageError
+    from guards.git.repo import NotARepositoryError, discover
+    from guards.state.workspace import repo_relative
+
+    by_top: dict[str, tuple[str, list[str]]] = {}
+    for path in existing:
+        try:
+            repo = discover(_nearest_dir(os.path.dirname(path)))
+            if repo.toplevel_text is None:
+                continue
+            rel = repo_relative(repo, path)
+        except (NotARepositoryError, UsageError):
+            continue  # outside any work tree, or inside .git: not work guards keeps
+        if rel:
+            by_top.setdefault(repo.worktree_key, (repo.toplevel_text, []))[1].append(rel)
+    try:
+        for top, rels in by_top.values():
+            _guard_write_in(top, rels, tool, verdict)
+    except RefusedError as e:
+        verdict.deny = str(e).replace("`git ", "`", 1)
+    except GuardsError as e:
+        verdict.deny = f"guards could not check this write ({e})"
+    return verdict
+
+
+def _surely_mine(path: str) -> bool:
+    """Is ``path`` the caller's recorded content, as far as a look without git can tell
+    (the checkout found by walking up to ``.git``, its ledger read without a lock)?
+    False whenever anything is unsure: the full check (with git) then decides."""
+    from guards.state import identity
+    from guards.state.barrier import locate
+
+    try:
+        caller = identity.caller_id()
+    except Exception:  # an invalid id: the full check says so
+        return False
+    head, name = os.path.split(os.path.abspath(path))
+    found = locate(head) if caller else None
+    if found is None or not name:
+        return False
+    worktree, ledger_dir = found
+    rel = os.path.relpath(os.path.join(os.path.realpath(head), name), worktree)
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep) or rel.split(os.sep)[0] == ".git":
+        return False
+    from guards.state.attribution import Ownership, classify
+    from guards.state.ledger import Ledger, LedgerUnreadableError
+
+    try:
+        data = Ledger(ledger_dir).peek(worktree, rescues=False)[0]
+    except (LedgerUnreadableError, OSError):
+        return False
+    if data is None:
+        return False
+    records = data.paths.get(worktree)
+    if records is None:
+        return False
+    return classify(records.get(rel), path, caller).ownership is Ownership.MINE
+
+
+def _guard_write_in(top: str, rels: list[str], tool: str, verdict: Verdict) -> None:
+    from guards.git.dirty import read_dirty
+    from guards.predict.blast.radius import BlastRadius, Loss, LossKind
+    from guards.predict.cmdline import GitCommand
+    from guards.state.attribution import Ownership
+    from guards.state.workspace import Workspace
+
+    ws = Workspace.open(cwd=top)
+    data, problem = ws.read_ledger()
+    if problem is None and data is not None:
+        from guards.state.attribution import classify
+
+        records: Mapping[str, Any] = data.paths.get(ws.repo.worktree_key, {})
+        join = os.path.join
+        rels = [
+            r
+            for r in rels
+            if classify(records.get(r), join(top, r), ws.caller, ws.repo.object_format).ownership
+            is not Ownership.MINE
+        ]
+        if not rels:
+            return  # the caller's own recorded content: the common case
+    wanted = set(rels)
+    dirty = [d.path for d in read_dirty(ws.repo, ignored=True, pathspecs=rels)]
+    losses = [Loss(p, frozenset({LossKind.WORKTREE})) for p in dirty if p in wanted]
+    if not losses:
+        return
+    from guards.protect import decide
+
+    cmd = GitCommand(
+        argv=[], global_options=[], cwd=top, subcommand=tool, args=rels[:3], origin_cwd=top
+    )
+    radius = BlastRadius(worktree=top, losses=losses)
+    decision = decide.decide(cmd, radius, report=False)
+    line = f"({tool}) {' '.join(rels[:3])}{' ...' if len(rels) > 3 else ''}"
+    _report(act(decision, via=VIA_HOOK, line=line), verdict, top)

@@ -131,6 +131,111 @@ def already_rescued(ws: Workspace, paths: list[str]) -> set[str]:
     if not receipts or not paths:
         return set()
     from guards.protect.rescue import ref_values
+
+    refs = ref_values(ws, [str(r.get("ref")) for r in receipts])
+    sources: list[tuple[str, str, list[str]]] = []
+    for r in receipts:
+        commit, index, listed = r.get("commit"), r.get("index"), r.get("paths")
+        if not isinstance(commit, str) or not isinstance(index, str):
+            continue
+        if refs.get(str(r.get("ref"))) != commit or not isinstance(listed, list):
+            continue  # the ref moved or is gone: the receipt proves nothing any more
+        sources.append((commit, index, [str(f) for f in listed]))
+    return held_in(ws, paths, sources)
+
+
+def still_held(ws: Workspace, paths: list[str], results: list[RescueResult]) -> set[str]:
+    """The ``paths`` whose current work-tree and index state one of ``results`` (rescues
+    just made in this repository) holds: unchanged since they were rescued."""
+    sources = [
+        (r.commit, r.index_commit, r.paths)
+        for r in results
+        if r.index_commit is not None and r.paths and r.repository is None
+    ]
+    return held_in(ws, paths, sources) if sources and paths else set()
+
+
+#: Key of the index file's own signature among the path signatures.
+INDEX_KEY = "\0index"
+#: A file changed this close to when its signature was taken may change again without
+#: a visible difference (the clocks stamp in coarse steps): its content decides.
+RACY_NS = 20_000_000
+
+
+def signatures(ws: Workspace, paths: list[str]) -> dict[str, object]:
+    """What each path (and the index) looks like now, by metadata: taken right before a
+    rescue hashes them, compared by :func:`unchanged` before git runs."""
+    import time
+
+    taken = time.time_ns()  # before the stats: a write after them shows a later time
+    top = os.fspath(ws.repo.worktree) + os.sep
+    out: dict[str, object] = {p: _signature(top + p) for p in paths}
+    out[INDEX_KEY] = _signature(os.fspath(_index_file(ws)))
+    out["\0taken"] = taken
+    return out
+
+
+def unchanged(ws: Workspace, paths: list[str], seen: dict[str, object]) -> set[str]:
+    """The ``paths`` whose metadata (and the index's) is what :func:`signatures` saw,
+    and not racily so: the rescue made then holds them as they are."""
+    if not seen or _signature(os.fspath(_index_file(ws))) != seen.get(INDEX_KEY):
+        return set()
+    taken = seen.get("\0taken")
+    limit = (taken if isinstance(taken, int) else 0) - RACY_NS
+    top = os.fspath(ws.repo.worktree) + os.sep
+    found = set()
+    for p in paths:
+        if p not in seen:
+            continue
+        sig = _signature(top + p)
+        if sig == seen[p] and all(t < limit for t in _times(sig)):
+            found.add(p)
+    return found
+
+
+def _index_file(ws: Workspace) -> os.PathLike[str]:
+    from guards.protect.snapshot import real_index_path
+
+    return real_index_path(ws.repo)
+
+
+def _signature(path: str) -> object:
+    """(mode, size, mtime, ctime, inode) of ``path``, None when absent; a directory
+    (a nested repository) with every entry under it."""
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    own = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    if not stat.S_ISDIR(st.st_mode):
+        return own
+    inside: list[object] = [own]
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames.sort()
+        for name in sorted(filenames) + dirnames:
+            full = os.path.join(dirpath, name)
+            try:
+                s = os.lstat(full)
+            except OSError:
+                continue
+            inside.append((full, s.st_mode, s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino))
+    return tuple(inside)
+
+
+def _times(sig: object) -> list[int]:
+    """The modification and change times in a signature (every entry of a directory)."""
+    if not isinstance(sig, tuple):
+        return []
+    if sig and isinstance(sig[0], tuple):
+        return [t for entry in sig for t in entry[-3:-1]]
+    return [sig[2], sig[3]]
+
+
+def held_in(ws: Workspace, paths: list[str], sources: list[tuple[str, str, list[str]]]) -> set[str]:
+    """The ``paths`` (a directory: every file under it) whose current work-tree and index
+    state a rescue commit holds; ``sources``: (commit, index commit, paths it lists)."""
     from guards.protect.snapshot import expand_paths
 
     parts: dict[str, list[str]] = {}
@@ -139,14 +244,8 @@ def already_rescued(ws: Workspace, paths: list[str]) -> set[str]:
         if files and not nested:
             parts[p] = files
     wanted = {f for files in parts.values() for f in files}
-    refs = ref_values(ws, [str(r.get("ref")) for r in receipts])
     held: dict[str, tuple[str, str]] = {}  # file -> (commit, index commit)
-    for r in receipts:
-        commit, index, listed = r.get("commit"), r.get("index"), r.get("paths")
-        if not isinstance(commit, str) or not isinstance(index, str):
-            continue
-        if refs.get(str(r.get("ref"))) != commit or not isinstance(listed, list):
-            continue  # the ref moved or is gone: the receipt proves nothing any more
+    for commit, index, listed in reversed(sources):  # the newest holds the latest state
         for f in listed:
             if f in wanted:
                 held.setdefault(f, (commit, index))

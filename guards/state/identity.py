@@ -110,3 +110,53 @@ def hostname() -> str:
 
             _hostname = socket.gethostname()
     return _hostname
+
+
+def process_start_time(pid: int) -> str | None:
+    """An identifier of when ``pid`` started, or None when no such process exists.
+
+    Linux: field 22 of ``/proc/PID/stat`` (clock ticks since boot, plus the boot id so
+    that a reboot never matches). Elsewhere: ``ps -o lstart=``. (Here, not in
+    guards.state.session: the guarded git's barrier needs it without ``enum``.)
+    """
+    if pid <= 0:
+        return None
+    if not _HAS_PROC:
+        return _ps_start_time(pid)
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return _ps_start_time(pid)
+    # The command name may hold spaces and parentheses: fields start after the last ')'.
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return f"{_boot_id()}:{fields[19].decode()}"
+
+
+_HAS_PROC = os.path.exists("/proc/self/stat")
+_boot: str | None = None
+
+
+def _boot_id() -> str:
+    global _boot
+    if _boot is None:
+        try:
+            with open("/proc/sys/kernel/random/boot_id") as f:
+                _boot = f.read().strip()
+        except OSError:
+            _boot = "noboot"
+    return _boot
+
+
+def _ps_start_time(pid: int) -> str | None:
+    import subprocess  # lazily: only where there is no /proc (start-up time)
+
+    try:
+        res = subprocess.run(
+            ["ps", "-o", "lstart=", "-p", str(pid)], capture_output=True, text=True, check=False
+        )
+    except OSError:
+        return None
+    return res.stdout.strip() or None

@@ -18,6 +18,7 @@ from guards.state.ledger import (
     LedgerData,
     LedgerUnreadableError,
     op_attribute,
+    op_claim,
     op_release,
     op_touch,
     recorded_at,
@@ -192,17 +193,33 @@ def typo_warning(ledger: Ledger, session_id: str, ttl: Callable[[], float]) -> s
 
 
 def record_paths(
-    ws: Workspace, session_id: str, relative: list[str], source: str = "record"
+    ws: Workspace,
+    session_id: str,
+    relative: list[str],
+    source: str = "record",
+    *,
+    expected: Mapping[str, object] | None = None,
 ) -> None:
-    """Attribute each repository-relative path, as it is now, to ``session_id``."""
-    attribute(ws.repo, ws.ledger, session_id, relative, source)
+    """Attribute each repository-relative path, as it is now, to ``session_id``.
+
+    With ``expected`` (path -> when its attribution seen was recorded, None for none),
+    a path is attributed only if its attribution is still that one when the record is
+    applied: an attribution another writer made meanwhile wins.
+    """
+    attribute(ws.repo, ws.ledger, session_id, relative, source, expected=expected)
     from guards.state.repositories import remember
 
     remember(ws.repo)  # for `guards doctor --all` and `guards reap --all`
 
 
 def attribute(
-    repo: Repo, ledger: Ledger, session_id: str, relative: list[str], source: str = "record"
+    repo: Repo,
+    ledger: Ledger,
+    session_id: str,
+    relative: list[str],
+    source: str = "record",
+    *,
+    expected: Mapping[str, object] | None = None,
 ) -> None:
     """:func:`record_paths` for a repository and ledger (no settings needed): one
     journal append, whatever the ledger holds."""
@@ -211,15 +228,14 @@ def attribute(
     join = os.path.join
     prints = [(rel, fingerprint(join(top, rel), fmt)) for rel in relative]
     now = time.time()
-    ledger.append(
-        [
-            touch_record(session_id, now),
-            *(
-                op_attribute(top, rel, Attribution(session_id, fp, now, source).to_json())
-                for rel, fp in prints
-            ),
-        ]
-    )
+    records = [touch_record(session_id, now)]
+    for rel, fp in prints:
+        record = Attribution(session_id, fp, now, source).to_json()
+        if expected is None:
+            records.append(op_attribute(top, rel, record))
+        else:
+            records.append(op_claim(top, rel, record, expected.get(rel)))
+    ledger.append(records)
 
 
 def claimable(

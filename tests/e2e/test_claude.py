@@ -139,6 +139,24 @@ def test_write_edit_and_shell_commands_are_attributed_to_the_session(
     assert observe_markers(repo) == []
 
 
+def test_a_write_over_alices_uncommitted_file_rescues_it_first_and_the_model_hears_of_it(
+    claude: Cli, model: Model, repo: Path
+) -> None:
+    write_work(repo, {"README": "alice's readme\n"})
+    script: list[Step] = [
+        [read_file(str(repo / "README"))],  # Write over an existing file wants a Read first
+        [write_file(str(repo / "README"), "claude's readme\n")],
+        say("done"),
+    ]
+    server = model(script)
+    run = claude_run(claude, repo, server)
+    [ref] = rescue_refs(repo)
+    assert show(repo, ref, "README") == "alice's readme\n"
+    assert (repo / "README").read_text() == "claude's readme\n"
+    assert owners(repo) == {"README": me(run)}
+    assert RESCUED in server.at_step(2).news()
+
+
 # -- sessions: the frame, identity, the end ------------------------------------------------
 
 

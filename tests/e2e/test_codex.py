@@ -177,6 +177,18 @@ def test_apply_patch_and_shell_commands_are_attributed_to_the_session(
     assert observe_markers(repo) == []
 
 
+def test_apply_patch_over_alices_uncommitted_file_rescues_it_first(
+    codex: Cli, model: Model, repo: Path, hermetic_seal: Path
+) -> None:
+    write_work(repo, {"README": "alice's readme\n"})
+    server = model([[edit_file("README", "alice's readme", "codex's readme")], say("done")])
+    run = codex_run(codex, repo, server, codex_home(hermetic_seal))
+    assert (repo / "README").read_text() == "codex's readme\n"
+    [ref] = rescue_refs(repo)
+    assert show(repo, ref, "README") == "alice's readme\n"
+    assert owners(repo) == {"README": me(run)}
+
+
 # -- sessions: the frame, identity, the end ------------------------------------------------
 
 FRAME = "[Workspace:"

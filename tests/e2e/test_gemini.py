@@ -81,7 +81,7 @@ def test_install_writes_project_hooks_with_millisecond_timeouts(repo: Path) -> N
         "SessionEnd",
     }
     [group] = doc["hooks"]["BeforeTool"]
-    assert group["matcher"] == "^run_shell_command$"
+    assert group["matcher"] == "^(run_shell_command|write_file|replace)$"
     assert group["hooks"][0]["timeout"] == 60000
 
 

@@ -18,14 +18,17 @@ worktree and never committed, as a **snapshot** and a **journal** (schema 2):
 ``ledger.journal`` (the live journal)
     A header line ``{"schema": 2, "generation": G}``, then records, each one line:
     ``\\x1e`` (RS, which JSON never leaves unescaped), a JSON array, ``\\n``. Records:
-    ``["a", worktree, path, attribution]`` attribute; ``["r", worktree, path,
-    recorded]`` release the path if its attribution is still the one recorded at
-    ``recorded``; ``["R", worktree]`` forget a worktree's attributions; ``["t", session,
-    now, host, label, worktree]`` touch a session (created when missing; label and
-    worktree only fill empty fields); ``["b", session, record]`` session start (keeps an
-    earlier label and start time); ``["e", session, now]`` session end; ``["w", key,
-    record]`` / ``["W", key]`` register / forget a worktree; ``["x", entry]`` / ``["X",
-    ref]`` add to / trim the rescue log.
+    ``["a", worktree, path, attribution]`` attribute; ``["a", worktree, path,
+    attribution, recorded]`` attribute only if the path's attribution is still the one
+    recorded at ``recorded`` (null: none), a compare-and-set for writers that decided
+    from what they read (an observation must not overwrite a record made meanwhile);
+    ``["r", worktree, path, recorded]`` release the path if its attribution is still the
+    one recorded at ``recorded``; ``["R", worktree]`` forget a worktree's attributions;
+    ``["t", session, now, host, label, worktree]`` touch a session (created when missing;
+    label and worktree only fill empty fields); ``["b", session, record]`` session start
+    (keeps an earlier label and start time); ``["e", session, now]`` session end; ``["w",
+    key, record]`` / ``["W", key]`` register / forget a worktree; ``["x", entry]`` /
+    ``["X", ref]`` add to / trim the rescue log.
 ``ledger.journal.<G>`` (sealed journals)
     A journal sealed by a compaction and not yet folded into the snapshot.
 
@@ -87,6 +90,7 @@ from guards.state.ledger.records import (
     LedgerFormatError,
     LedgerUnreadableError,
     op_attribute,
+    op_claim,
     op_drop_rescue,
     op_end,
     op_forget_paths,
@@ -117,6 +121,7 @@ __all__ = [
     "LedgerUnreadableError",
     "encode_snapshot",
     "op_attribute",
+    "op_claim",
     "op_drop_rescue",
     "op_end",
     "op_forget_paths",

@@ -422,6 +422,12 @@ def op_attribute(worktree: str, path: str, record: dict[str, Any]) -> list[Any]:
     return ["a", worktree, path, pack(record)]
 
 
+def op_claim(worktree: str, path: str, record: dict[str, Any], expected: object) -> list[Any]:
+    """Attribute ``path`` only if its attribution is still the one recorded at
+    ``expected`` (None: only if it has none) when the record is applied."""
+    return ["a", worktree, path, pack(record), expected]
+
+
 def op_release(worktree: str, path: str, recorded: object) -> list[Any]:
     """Release ``path`` if its attribution is still the one recorded at ``recorded``."""
     return ["r", worktree, path, recorded]
@@ -473,8 +479,10 @@ def _apply(data: LedgerData, rec: object, rescues: bool) -> None:
             raise LedgerFormatError("a journal record names no worktree")
         if data.scope is not None and worktree != data.scope:
             return
-        if op == "a" and n == 4 and isinstance(rec[2], str):
-            data.attributions(worktree).put(rec[2], rec[3])
+        if op == "a" and n in (4, 5) and isinstance(rec[2], str):
+            records = data.attributions(worktree)
+            if n == 4 or _recorded(records.stored(rec[2])) == rec[4]:
+                records.put(rec[2], rec[3])
         elif op == "r" and n == 4 and isinstance(rec[2], str):
             if worktree in data.paths:
                 data.attributions(worktree).release(rec[2], rec[3])
