@@ -73,7 +73,7 @@ def test_reinstall_adds_the_events_a_newer_guards_hooks(repo: Path) -> None:
 def test_reinstall_moves_our_hook_to_the_new_matcher_without_doubling_it(repo: Path) -> None:
     """An older guards hooked PreToolUse for Bash alone; its group may hold a user's hook."""
     assert run_guards("install", "--claude", "--codex", "--no-aliases", cwd=repo).returncode == 0
-    for name, old in ((".claude/settings.json", "Bash"), (".codex/hooks.json", "Bash")):
+    for name, old in ((".claude/settings.local.json", "Bash"), (".codex/hooks.json", "Bash")):
         settings = repo / name
         doc = json.loads(settings.read_text())
         [group] = doc["hooks"]["PreToolUse"]
@@ -82,7 +82,7 @@ def test_reinstall_moves_our_hook_to_the_new_matcher_without_doubling_it(repo: P
         settings.write_text(json.dumps(doc))
     res = run_guards("install", "--claude", "--codex", "--no-aliases", cwd=repo)
     assert res.returncode == 0, res.stderr
-    claude = json.loads((repo / ".claude/settings.json").read_text())
+    claude = json.loads((repo / ".claude/settings.local.json").read_text())
     codex = json.loads((repo / ".codex/hooks.json").read_text())
     assert our_commands(claude)["PreToolUse"] == ["Bash|Write|Edit|MultiEdit|NotebookEdit"]
     assert our_commands(codex)["PreToolUse"] == ["Bash|apply_patch"]
@@ -209,7 +209,8 @@ def test_claude_install_writes_the_personal_settings_and_says_what_it_set_up(
     assert res.returncode == 0, res.stderr
     assert not (repo / ".claude/settings.json").exists()  # the file teams commit
     personal = repo / ".claude/settings.local.json"
-    assert our_commands(json.loads(personal.read_text()))["PreToolUse"] == ["Bash"]
+    pre = our_commands(json.loads(personal.read_text()))["PreToolUse"]
+    assert pre == ["Bash|Write|Edit|MultiEdit|NotebookEdit"]
     lines = res.stdout.splitlines()
     subs = ("reset", "stash", "switch", "checkout", "restore", "clean")
     assert [line.split(" (")[0] for line in lines[:6]] == [f"set alias.safe-{s}" for s in subs]
