@@ -209,6 +209,14 @@ KEYS: dict[str, Key] = {
             "file-name patterns that are rescued locally but never pushed",
         ),
         Key(
+            "persist.on_stop",
+            False,
+            parse_bool,
+            "also persist a session's own dirty work (its WIP ref, pushed to rescue.remote "
+            "when set) at the end of every agent turn (the harness's Stop or AfterAgent "
+            "event), not only when the session ends",
+        ),
+        Key(
             "session.ttl",
             30 * 60.0,
             parse_duration,

@@ -455,6 +455,30 @@ def test_session_end_checkpoints_the_sessions_own_work_first(repo: Path) -> None
     assert (repo / "src/app.py").read_text() == "print('bob')\n"  # the work stays
 
 
+@pytest.mark.parametrize(("harness", "stop"), [("claude", "Stop"), ("gemini", "AfterAgent")])
+def test_a_turns_end_persists_the_sessions_work_only_when_configured(
+    repo: Path, harness: str, stop: str
+) -> None:
+    send(repo, {"session_id": "bob", "hook_event_name": "SessionStart"}, harness)
+    (repo / "src/app.py").write_text("print('bob')\n")
+    tool = "Write" if harness == "claude" else "write_file"
+    edit = {
+        "session_id": "bob",
+        "hook_event_name": "PostToolUse" if harness == "claude" else "AfterTool",
+        "tool_name": tool,
+        "tool_input": {"file_path": str(repo / "src/app.py")},
+    }
+    assert send(repo, edit, harness).returncode == 0
+    end = {"session_id": "bob", "hook_event_name": stop}
+    assert (send(repo, end, harness).returncode, git(repo, "for-each-ref", "refs/wip")) == (0, "")
+    run_guards("config", "set", "--repo", "persist.on_stop", "true", cwd=repo)
+    res = send(repo, end, harness)
+    assert (res.returncode, res.stdout, res.stderr) == (0, "", "")
+    [wip] = git(repo, "for-each-ref", "--format=%(refname)", "refs/wip").split()
+    assert git(repo, "show", f"{wip}:src/app.py") == "print('bob')\n"
+    assert (repo / "src/app.py").read_text() == "print('bob')\n"  # the work stays
+
+
 @pytest.mark.parametrize(
     "event",
     [

@@ -46,6 +46,7 @@ def test_claude_project_install_merges_and_uninstall_restores_the_users_file(
         "PostToolUseFailure": ["Bash"],
         "SessionStart": [""],
         "UserPromptSubmit": [""],
+        "Stop": [""],
         "SessionEnd": [""],
     }
     assert doc["hooks"]["PreToolUse"][0] == USERS_OWN["hooks"]["PreToolUse"][0]
@@ -185,6 +186,7 @@ def test_gemini_install_writes_settings_json_in_milliseconds_and_warns_of_trust(
         "AfterTool": ["^(run_shell_command|write_file|replace)$"],
         "SessionStart": [""],
         "BeforeAgent": [""],
+        "AfterAgent": [""],
         "SessionEnd": [""],
     }
     assert {h["timeout"] for g in doc["hooks"].values() for h in g[0]["hooks"]} == {60000}
@@ -216,7 +218,7 @@ def test_claude_install_writes_the_personal_settings_and_says_what_it_set_up(
     assert [line.split(" (")[0] for line in lines[:6]] == [f"set alias.safe-{s}" for s in subs]
     assert lines[6] == (
         "add the guards claude hooks (PreToolUse, PostToolUse, PostToolUseFailure, "
-        f"SessionStart, UserPromptSubmit, SessionEnd) to {personal}"
+        f"SessionStart, UserPromptSubmit, Stop, SessionEnd) to {personal}"
     )
     assert len(lines) == 7
     assert "settings.local.json is not ignored by git" in res.stderr

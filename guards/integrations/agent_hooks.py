@@ -22,7 +22,11 @@ One handler for every hook event the harness sends (Gemini CLI's names in bracke
 - ``UserPromptSubmit``: the frame as additional context, once per prompt. (Not at
   SessionStart as well: both contexts reach the first request, and a frame taken at
   start-up may be long stale when the first prompt comes.)
-- ``SessionEnd``: the session is marked ended. Any other event: exit 0, no output.
+- ``Stop`` (Claude, Codex) / ``AfterAgent`` (Gemini), the end of a turn: with
+  ``persist.on_stop`` set, the session's own dirty work is persisted as at its end
+  (never blocks: a Stop hook's exit 2 would keep the agent going).
+- ``SessionEnd``: the session's own work is persisted, then the session is marked
+  ended. Any other event: exit 0, no output.
 
 Gemini CLI differs: its hook payloads carry no ``tool_use_id``, so a shell line's start
 marker is keyed by the session, a digest of the command and its directory, and the
@@ -78,6 +82,8 @@ SHELL_ENDS = frozenset({"PostToolUse", "PostToolUseFailure", "AfterTool"})
 TOOL_STARTS = frozenset({"PreToolUse", "BeforeTool"})
 TOOL_ENDS = frozenset({"PostToolUse", "AfterTool"})
 PROMPTS = frozenset({"UserPromptSubmit", "BeforeAgent"})
+#: The end of an agent turn.
+TURN_ENDS = frozenset({"Stop", "AfterAgent"})
 #: A hook that failed without deciding anything: the harness shows stderr and goes on.
 HOOK_ERROR = 1
 #: The harnesses' "block this" exit status (stderr is the reason given to the agent).
@@ -135,6 +141,8 @@ def _dispatch(harness: str, name: str, event: dict[str, Any]) -> int:
         return _frame_event(harness, event, name)
     if name == "SessionEnd":
         return _session_end(harness, event)
+    if name in TURN_ENDS:
+        return _turn_end(harness, event)
     return 0
 
 
@@ -760,6 +768,27 @@ def _persist(ws: Workspace, sid: str) -> None:
     result = persist_session(ws, sid)
     if result.failed:
         _say(f"guards agent-hook: {result.line()}")
+
+
+def _turn_end(harness: str, event: dict[str, Any]) -> int:
+    """``persist.on_stop``: commit early, push often, at every turn's end. Always exit 0:
+    a Stop hook that fails (exit 2) would keep the agent going."""
+    from guards.errors import GuardsError
+    from guards.git.repo import NotARepositoryError
+    from guards.state.workspace import Workspace
+
+    sid = _identify(harness, event)
+    if sid is None:
+        return 0
+    try:
+        ws = Workspace.open(cwd=_cwd(event))
+        if ws.config.get("persist.on_stop"):
+            _persist(ws, sid)
+    except NotARepositoryError:
+        pass
+    except GuardsError as e:
+        _say(f"guards agent-hook: cannot persist session {sid}: {_one_line(e)}")
+    return 0
 
 
 def _session_end(harness: str, event: dict[str, Any]) -> int:

@@ -43,6 +43,8 @@ CLAUDE_EVENTS: dict[str, str | None] = {
     "PostToolUseFailure": "Bash",
     "SessionStart": None,
     "UserPromptSubmit": None,
+    # The end of each turn: persists the session's work when persist.on_stop is set.
+    "Stop": None,
     "SessionEnd": None,
 }
 CODEX_EVENTS: dict[str, str | None] = {
@@ -50,6 +52,7 @@ CODEX_EVENTS: dict[str, str | None] = {
     "PostToolUse": "Bash|apply_patch",
     "SessionStart": None,
     "UserPromptSubmit": None,
+    "Stop": None,
     "SessionEnd": None,
 }
 #: Gemini's matchers are regular expressions searched in the tool name: anchored.
@@ -58,6 +61,7 @@ GEMINI_EVENTS: dict[str, str | None] = {
     "AfterTool": "^(run_shell_command|write_file|replace)$",
     "SessionStart": None,
     "BeforeAgent": None,
+    "AfterAgent": None,
     "SessionEnd": None,
 }
 EVENTS = {"claude": CLAUDE_EVENTS, "codex": CODEX_EVENTS, "gemini": GEMINI_EVENTS}

@@ -204,3 +204,17 @@ def test_hook_and_shim_rescue_the_same_work_once(
     [ref] = rescue_refs(repo)
     assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
     assert news.count(RESCUED) == 1
+
+
+def test_with_persist_on_stop_each_turn_persists_the_sessions_work(
+    claude: Cli, model: Model, repo: Path
+) -> None:
+    assert (
+        run_guards("config", "set", "--repo", "persist.on_stop", "true", cwd=repo).returncode == 0
+    )
+    server = model([[write_file(str(repo / "new.txt"), "written by claude\n")], say("done")])
+    run = claude_run(claude, repo, server)
+    assert "Stop" in run.hooks_started()
+    wip = f"refs/wip/{me(run)}"
+    assert show(repo, wip, "new.txt") == "written by claude\n"
+    assert (repo / "new.txt").read_text() == "written by claude\n"  # the work stays

@@ -78,6 +78,7 @@ def test_install_writes_project_hooks_with_millisecond_timeouts(repo: Path) -> N
         "AfterTool",
         "SessionStart",
         "BeforeAgent",
+        "AfterAgent",
         "SessionEnd",
     }
     [group] = doc["hooks"]["BeforeTool"]
