@@ -272,7 +272,9 @@ def test_shim_routes_every_destructive_subcommand_to_guards(
         ["--no-such-global-option", "status"],
     )
     for form in more_forms:
-        res = run_via("shim", form, busy_repo, shim_dir=directory)
+        res = run_via(
+            "shim", form, busy_repo, shim_dir=directory, env={"PATH": path_without_guards()}
+        )
         assert res.returncode == 20 and b"guards cannot run" in res.stderr, form
     for args in (
         ["stash", "list"],
