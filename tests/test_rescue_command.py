@@ -88,6 +88,23 @@ def test_restore_leaves_newer_edits_alone_and_reports_conflicts(repo: Path) -> N
     assert (repo / "src" / "app.py").read_text() == "rescued too\n"
 
 
+def test_restore_after_rm_writes_back_what_rm_deleted(repo: Path) -> None:
+    # `rm -rf src` after the rescue: a missing file is no newer work (writing it back
+    # overwrites nothing); a tracked file rm deleted is the most natural thing to restore.
+    (repo / "src" / "app.py").write_text("rescued edit\n")
+    (repo / "README").write_text("rescued readme\n")
+    r = rescue(repo, ["src/app.py", "README"])
+    import shutil
+
+    shutil.rmtree(repo / "src")
+    (repo / "README").unlink()
+    proc = run_guards("rescue", "restore", r.ref, cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "conflict" not in proc.stdout
+    assert (repo / "src" / "app.py").read_text() == "rescued edit\n"
+    assert (repo / "README").read_text() == "rescued readme\n"
+
+
 def test_restore_of_chosen_paths_only(repo: Path) -> None:
     (repo / "README").write_text("one\n")
     (repo / "src" / "app.py").write_text("two\n")

@@ -127,8 +127,11 @@ def restore_paths(
     for p in paths:
         if _same(ws, p, disk[p], rescued[p], filemode):
             done.already += 1
-        elif _same(ws, p, disk[p], head[p], filemode) or (
-            p in force and not isinstance(disk[p], str)
+        elif (
+            _same(ws, p, disk[p], head[p], filemode)
+            # Nothing there now (an `rm` after the rescue): writing it back loses nothing.
+            or disk[p] is None
+            or (p in force and not isinstance(disk[p], str))
         ):
             (done.written if rescued[p] is not None else done.deleted).append(p)
             if p in force and not _same(ws, p, disk[p], head[p], filemode):
