@@ -10,7 +10,9 @@ worktree and never committed, as a **snapshot** and a **journal** (schema 2):
     each section's bytes start at ``offset`` after the header line and are checked by
     their CRC-32. Kinds: ``core`` (``{"sessions", "worktrees", "extra"}``), ``rescues``
     (the rescue log, a list) and one ``paths`` section per worktree (key: its top level;
-    ``{path: attribution}``). An attribution is stored packed, ``"session|recorded|
+    ``{path: attribution}`` written as ``{``, one ``"path":attribution`` line per path
+    sorted by the JSON-encoded path, ``}``, so that a reader finds a path by bisecting
+    the bytes without decoding the others). An attribution is stored packed, ``"session|recorded|
     source|size|mtime_ns|mode|inode|blob"`` (``...|source|D`` for a deletion), or as
     its JSON object when it does not fit that shape (odd or unknown fields survive). A
     reader decodes only the sections it needs: ``guards status`` and the frame read the
