@@ -69,3 +69,16 @@ def test_an_artifact_holding_a_repository_is_never_as_placed(tmp_path: Path) -> 
     assert artifact_digest(top / "d" / "nested") is None
     git(top / "d" / "nested", "commit", "-q", "--allow-empty", "-m", "later")
     assert artifact_digest(top / "d" / "nested") is None
+
+
+def test_the_walk_up_to_git_finds_a_linked_worktrees_shared_repository(tmp_path: Path) -> None:
+    from guards.git.files import find_repository
+
+    main = make_repo(tmp_path / "main", {"a": "a\n"})
+    git(main, "worktree", "add", "-q", str(tmp_path / "linked"))
+    common = str((main / ".git").resolve())
+    assert find_repository(str(main / "no" / "such" / "dir")) == (str(main.resolve()), common)
+    linked = find_repository(str(tmp_path / "linked"))
+    assert linked is not None and linked[0] == str((tmp_path / "linked").resolve())
+    assert os.path.realpath(linked[1]) == common
+    assert find_repository(str(tmp_path)) is None

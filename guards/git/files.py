@@ -25,6 +25,48 @@ def holds_repository(directory: str | os.PathLike[str]) -> bool:
     return os.path.lexists(os.path.join(directory, DOT_GIT))
 
 
+def find_repository(start: str) -> tuple[str, str] | None:
+    """(work tree top, common git dir) of the checkout holding ``start`` (which need not
+    exist yet), found by walking up to its ``.git`` without running git: a ``.git``
+    directory, or a gitdir file (``gitdir: <path>``, a linked worktree's or a
+    submodule's), whose ``commondir`` names the repository the worktrees share. None
+    when there is none, or its gitdir file cannot be read. The top is a real path.
+
+    For hot paths (the hooks) that must not start git; it does not know what git's
+    discovery also honours (``GIT_DIR``, ``GIT_CEILING_DIRECTORIES``, safe.directory)."""
+    path = os.path.abspath(start)
+    while not os.path.isdir(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+    while True:
+        dotgit = os.path.join(path, DOT_GIT)
+        git_dir: str | None = None
+        if os.path.isdir(dotgit):
+            git_dir = dotgit
+        elif os.path.isfile(dotgit):
+            try:
+                with open(dotgit, encoding="utf-8") as f:
+                    first = f.readline().strip()
+            except OSError:
+                return None
+            if first.startswith("gitdir:"):
+                git_dir = os.path.normpath(os.path.join(path, first[7:].strip()))
+        if git_dir is not None:
+            common = git_dir
+            try:
+                with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as f:
+                    common = os.path.normpath(os.path.join(git_dir, f.read().strip()))
+            except OSError:
+                pass
+            return os.path.realpath(path), common
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+
+
 def walk_files(
     top: str | os.PathLike[str], start: str, *, enter_repositories: bool, sort: bool = False
 ) -> Iterator[tuple[str, bool]]:

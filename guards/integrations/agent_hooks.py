@@ -267,32 +267,10 @@ def _rescue_context(lines: list[str]) -> str:
 
 def _ledger_dir(start: str) -> str | None:
     """``<git common dir>/guards`` found by walking up (no git call), or None."""
-    path = os.path.abspath(start)
-    while True:
-        dotgit = os.path.join(path, ".git")
-        git_dir: str | None = None
-        if os.path.isdir(dotgit):
-            git_dir = dotgit
-        elif os.path.isfile(dotgit):
-            try:
-                with open(dotgit, encoding="utf-8") as f:
-                    first = f.readline().strip()
-            except OSError:
-                return None
-            if first.startswith("gitdir:"):
-                git_dir = os.path.normpath(os.path.join(path, first[7:].strip()))
-        if git_dir is not None:
-            common = git_dir
-            try:
-                with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as f:
-                    common = os.path.normpath(os.path.join(git_dir, f.read().strip()))
-            except OSError:
-                pass
-            return os.path.join(common, "guards")
-        parent = os.path.dirname(path)
-        if parent == path:
-            return None
-        path = parent
+    from guards.state.barrier import locate
+
+    found = locate(start)
+    return None if found is None else found[1]
 
 
 def _shell_cwd(event: dict[str, Any]) -> str:

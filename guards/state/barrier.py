@@ -47,37 +47,13 @@ POLL = 0.01
 def locate(start: str) -> tuple[str, str] | None:
     """(work tree, ledger directory) of the checkout holding ``start``, found by walking
     up to its ``.git`` (no git call), or None. The work tree is a real path."""
-    path = os.path.abspath(start)
-    while not os.path.isdir(path):
-        parent = os.path.dirname(path)
-        if parent == path:
-            return None
-        path = parent
-    while True:
-        dotgit = os.path.join(path, ".git")
-        git_dir: str | None = None
-        if os.path.isdir(dotgit):
-            git_dir = dotgit
-        elif os.path.isfile(dotgit):
-            try:
-                with open(dotgit, encoding="utf-8") as f:
-                    first = f.readline().strip()
-            except OSError:
-                return None
-            if first.startswith("gitdir:"):
-                git_dir = os.path.normpath(os.path.join(path, first[7:].strip()))
-        if git_dir is not None:
-            common = git_dir
-            try:
-                with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as f:
-                    common = os.path.normpath(os.path.join(git_dir, f.read().strip()))
-            except OSError:
-                pass
-            return os.path.realpath(path), os.path.join(common, "guards")
-        parent = os.path.dirname(path)
-        if parent == path:
-            return None
-        path = parent
+    from guards.git.files import find_repository
+
+    found = find_repository(start)
+    if found is None:
+        return None
+    top, common = found
+    return top, os.path.join(common, "guards")
 
 
 def _folder(ledger_dir: str) -> str:
