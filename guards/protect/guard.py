@@ -598,21 +598,9 @@ def _guard_everything(
             origin_cwd=where,
             env=dict(env),
         )
-    from guards.errors import GuardsError
-
     with cmdline.command_environment(cmd):
         radius = all_dirty_work(cmd, toplevel)
-        decision = decide.decide(cmd, radius, report=False)
-        if plan:
-            verdict.decisions.append(decision)
-            _planned_refusal(decision, verdict)
-            return
-        try:
-            results = act(decision, via=VIA_HOOK, line=line)
-        except GuardsError as e:  # act logged it
-            verdict.deny, verdict.logged = str(e), True
-            return
-        _report(results, verdict, toplevel)
+        _settle(decide.decide(cmd, radius, report=False), verdict, toplevel, line, plan)
 
 
 def _guard_files(
@@ -624,7 +612,6 @@ def _guard_files(
     plan: bool,
 ) -> None:
     """The line's commands that destroy files without git (``rm``, ``> file``, ...)."""
-    from guards.errors import GuardsError
     from guards.protect.file_guard import Refused, plan_files
 
     try:
@@ -633,16 +620,26 @@ def _guard_files(
         verdict.deny = str(e)
         return
     for where, decision in decisions:
-        if plan:
-            verdict.decisions.append(decision)
-            _planned_refusal(decision, verdict)
-            continue
-        try:
-            results = act(decision, via=VIA_HOOK, line=line)
-        except GuardsError as e:  # act logged it
-            verdict.deny, verdict.logged = str(e), True
+        if not _settle(decision, verdict, where, line, plan):
             return
-        _report(results, verdict, where)
+
+
+def _settle(decision: Decision, verdict: Verdict, where: str, line: str, plan: bool) -> bool:
+    """A decision about a shell line's command: planned (``guards explain``) or carried
+    out and logged. False when the line must not run (``verdict.deny`` says why)."""
+    from guards.errors import GuardsError
+
+    if plan:
+        verdict.decisions.append(decision)
+        _planned_refusal(decision, verdict)
+        return verdict.deny is None
+    try:
+        results = act(decision, via=VIA_HOOK, line=line)
+    except GuardsError as e:  # act logged it
+        verdict.deny, verdict.logged = str(e), True
+        return False
+    _report(results, verdict, where)
+    return True
 
 
 def _report(results: list[RescueResult], verdict: Verdict, where: str) -> None:
