@@ -488,7 +488,12 @@ def test_a_file_changing_during_the_snapshot_is_never_half_rescued(repo: Path, h
     lines = lines_of(res)  # git itself may fail too: the file keeps reappearing under it
     assert res.returncode != 3, lines
     if res.returncode in (4, 20):  # guards refused: one line, git did not run
-        assert len(lines) == 1 and lines[0].startswith("guards:"), lines
+        # (after the rescues its first look made, each reported in its line: the second
+        # look, right before git, found the file changing still and refused)
+        *reports, refusal = lines
+        assert refusal.startswith("guards:"), lines
+        assert not refusal.startswith("guards: rescued "), lines
+        assert all(line.startswith("guards: rescued ") for line in reports), lines
     for ref in git(repo, "for-each-ref", "--format=%(refname)", "refs/rescue").split():
         listed = git(repo, "ls-tree", "-r", "--name-only", ref).split()
         blob = subprocess.run(
