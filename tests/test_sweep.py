@@ -106,3 +106,36 @@ def test_reap_all_sweeps_every_repository(tmp_path: Path) -> None:
 def test_an_empty_registry_is_said_plainly(tmp_path: Path) -> None:
     proc = run_guards("doctor", "--all", cwd=tmp_path)
     assert proc.returncode == 0 and "no repositories registered yet" in proc.stdout
+
+
+def test_a_fleet_goes_from_worktree_add_to_land_to_reap_all_losing_nothing(
+    tmp_path: Path,
+) -> None:
+    """Two agents, a worktree each: one lands its branch and leaves a scratch file, the
+    other dies mid-task. The sweep rescues both leftovers, then prunes both worktrees."""
+    repo = make_repo(tmp_path / "repo", {"README": "hello\n"})
+    wts = {name: tmp_path / f"wt-{name}" for name in ("done", "dead")}
+    for name, wt in wts.items():
+        made = run_guards("worktree", "add", str(wt), "-b", name, "--session", name, cwd=repo)
+        assert made.returncode == 0, made.stderr
+    (wts["done"] / "feature.txt").write_text("landed work\n")
+    git(wts["done"], "add", "feature.txt")
+    git(wts["done"], "commit", "-qm", "feature")
+    (wts["done"] / "scratch.txt").write_text("never committed\n")
+    landed = run_guards("land", cwd=wts["done"])
+    assert landed.returncode == 0, landed.stderr
+    assert git(repo, "show", "main:feature.txt") == "landed work\n"
+    (wts["dead"] / "half.txt").write_text("half done\n")
+    for name in wts:
+        ended = run_guards("session", "end", name, "--no-persist", cwd=repo)
+        assert ended.returncode == 0, ended.stderr
+    swept = run_guards("reap", "--all", "--apply", cwd=tmp_path)
+    assert swept.returncode == 0, swept.stdout + swept.stderr
+    assert not any(wt.exists() for wt in wts.values())
+    kept = {}
+    for ref in git(repo, "for-each-ref", "--format=%(refname)", "refs/rescue").split():
+        for path in git(repo, "ls-tree", "-r", "--name-only", ref).split():
+            kept[path] = git(repo, "show", f"{ref}:{path}")
+    assert kept["scratch.txt"] == "never committed\n"
+    assert kept["half.txt"] == "half done\n"
+    assert git(repo, "show", "main:feature.txt") == "landed work\n"
