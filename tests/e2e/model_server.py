@@ -1,6 +1,6 @@
 """A scripted fake model on 127.0.0.1 for the real agent CLIs.
 
-It speaks the three wire formats the CLIs use (see HARNESSES.md): Anthropic Messages
+It speaks the three wire formats the CLIs use (read from each CLI's requests): Anthropic Messages
 (``POST /v1/messages``, SSE), OpenAI Responses (``POST /v1/responses``, SSE) and Gemini
 (``:generateContent``, JSON, for routers; ``:streamGenerateContent?alt=sse`` for the
 main loop). It answers from a script written in neutral actions (:func:`shell`,

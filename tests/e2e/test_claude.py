@@ -1,5 +1,5 @@
 """Claude Code, the real CLI from npm, with guards' hooks installed by `guards install
---claude`, driven headless against the scripted fake model (see HARNESSES.md)."""
+--claude`, driven headless against the scripted fake model (tests/e2e/model_server.py)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 --codex`, driven headless (`codex exec --json`) against the scripted fake model.
 
 Codex runs project hooks only in a trusted project and only hooks the user trusted
-(HARNESSES.md): the set-up trusts the project, and trusts our hooks with the hashes
+(README, "Agent harnesses"): the set-up trusts the project, and trusts our hooks with the hashes
 `codex app-server` reports, as a user reviewing them would."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Gemini CLI, the real CLI from npm, with guards' hooks installed by `guards install
 --gemini`, driven headless (`gemini -p --approval-mode yolo`) against the scripted fake
-model (see HARNESSES.md).
+model (tests/e2e/model_server.py).
 
 Gemini's payloads carry no tool_use_id (a shell line's start marker is keyed by the
 command), its BeforeTool shows the model no context (the rescue is told at AfterTool,
