@@ -53,7 +53,7 @@ class Clock:
     def install(self) -> None:
         take = snapshot.Capture.take.__func__  # type: ignore[attr-defined]
         radius = blast.blast_radius
-        protect = decide.protect
+        carry_out = decide.carry_out
         check = receipts.unchanged
         clock = self
 
@@ -69,9 +69,9 @@ class Clock:
             clock.looks.append(time.perf_counter())
             return radius(cmd)
 
-        def timed_protect(*args: Any, **kw: Any) -> Any:
+        def timed_carry_out(*args: Any, **kw: Any) -> Any:
             try:
-                return protect(*args, **kw)
+                return carry_out(*args, **kw)
             finally:
                 clock.protects.append(time.perf_counter())
 
@@ -82,7 +82,7 @@ class Clock:
         receipts.unchanged = timed_check
         snapshot.Capture.take = classmethod(timed_take)  # type: ignore[method-assign,assignment]
         blast.blast_radius = timed_radius
-        decide.protect = timed_protect  # type: ignore[assignment]
+        decide.carry_out = timed_carry_out
 
 
 def main() -> None:
@@ -135,11 +135,11 @@ def main() -> None:
         print(f"  window ratio now/before: {rows[1][1] / rows[0][1]:.2f}x")
 
 
-_ORIGINAL = (snapshot.Capture.take, blast.blast_radius, decide.protect, receipts.unchanged)
+_ORIGINAL = (snapshot.Capture.take, blast.blast_radius, decide.carry_out, receipts.unchanged)
 
 
 def _restore(_clock: Clock) -> None:
-    (snapshot.Capture.take, blast.blast_radius, decide.protect, receipts.unchanged) = _ORIGINAL  # type: ignore[method-assign,assignment]
+    (snapshot.Capture.take, blast.blast_radius, decide.carry_out, receipts.unchanged) = _ORIGINAL  # type: ignore[method-assign,assignment]
 
 
 if __name__ == "__main__":

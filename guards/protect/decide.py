@@ -333,29 +333,6 @@ def carry_out(decision: Decision) -> list[RescueResult]:
     )
 
 
-def protect(
-    cmd: GitCommand,
-    radius: BlastRadius,
-    *,
-    report: bool = True,
-    label: str | None = None,
-    rescuable: bool = True,
-    prior: list[RescueResult] | None = None,
-    seen: dict[str, object] | None = None,
-) -> list[RescueResult]:
-    """Rescue, refuse or warn as the policy says; return when git may run.
-
-    Returns what was rescued (empty when nothing was at risk or the policy is warn);
-    ``report=False`` keeps the rescue lines off stderr (the agent hook returns them).
-    ``label`` names a command that is not git (a shell line's ``rm -rf src``);
-    ``rescuable`` False: the command would destroy the repository that would hold the
-    rescue as well, so work at risk refuses it whatever the policy.
-    """
-    return carry_out(
-        decide(cmd, radius, report=report, label=label, rescuable=rescuable, prior=prior, seen=seen)
-    )
-
-
 def _rescue(
     ws: Workspace,
     cmd: GitCommand,
