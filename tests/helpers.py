@@ -131,6 +131,25 @@ def path_without_guards(path: str | None = None) -> str:
     )
 
 
+def install_with_disposable_python(repo: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """``guards install --shim --hooks --claude`` run by a venv-like interpreter (a
+    symlink to this Python) that a test can delete; returns (that python, shim dir)."""
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    python = venv / "python3"
+    python.symlink_to(sys.executable)
+    shim_dir = tmp_path / "shim"
+    res = subprocess.run(
+        [str(python), "-m", "guards", "install", "--shim", str(shim_dir), "--hooks", "--claude"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert res.returncode == 0, res.stderr
+    return python, shim_dir
+
+
 def guards_command_dir(directory: Path) -> Path:
     """A directory holding a ``guards`` command that runs this checkout's guards (as a
     pipx or venv install on PATH would), for tests of the PATH fallback."""

@@ -7,31 +7,24 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import git, guards_command_dir, path_without_guards, record
+from tests.helpers import (
+    git,
+    guards_command_dir,
+    install_with_disposable_python,
+    path_without_guards,
+    record,
+)
 
 
 @pytest.fixture
 def installed(repo: Path, tmp_path: Path) -> dict[str, Path]:
     """aliases, shim, native hooks and Claude settings installed by a venv-like interpreter
     (a symlink to this Python) that the test can make disappear."""
-    venv = tmp_path / "venv" / "bin"
-    venv.mkdir(parents=True)
-    python = venv / "python3"
-    python.symlink_to(sys.executable)
-    shim_dir = tmp_path / "shim"
-    res = subprocess.run(
-        [str(python), "-m", "guards", "install", "--shim", str(shim_dir), "--hooks", "--claude"],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert res.returncode == 0, res.stderr
+    python, shim_dir = install_with_disposable_python(repo, tmp_path)
     assert str(python) in (shim_dir / "git").read_text()
     (repo / "README").write_text("alice's afternoon\n")
     record(repo, "alice", "README")

@@ -5,8 +5,9 @@
 out each command's reach (:mod:`guards.predict.file_reach`), finds the work trees inside
 or around it, and hands each one's dirty paths in reach (its blast radius,
 :func:`guards.predict.blast.files.file_radius`) to the same decision as git commands
-(:func:`guards.protect.decide.protect`): other writers' work is rescued, then the line
-runs. Nothing here runs git unless an existing path of some work tree is in reach.
+(:func:`guards.protect.decide.decide`, carried out by the guard): other writers' work
+is rescued, then the line runs. Nothing here runs git unless an existing path of some
+work tree is in reach.
 """
 
 from __future__ import annotations
