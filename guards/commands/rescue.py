@@ -145,12 +145,7 @@ def _restore(args: argparse.Namespace) -> int:
     if r.repository:
         return _report_repository(r, restore_repository(ws, r))
     done = restore_paths(ws, r, args.paths, index=args.index)
-    count = len(done.written) + len(done.deleted)
-    print(
-        f"restored {count} path{'s' if count != 1 else ''} from {r.ref}"
-        + (f" ({done.already} already as rescued)" if done.already else "")
-        + (f"; {done.staged} staged versions restored" if done.staged else "")
-    )
+    print(done.summary(r.ref))
     for p in done.conflicts:
         print(
             f"conflict: {output.show_path(p)} changed since the rescue; left alone "

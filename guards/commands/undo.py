@@ -87,13 +87,7 @@ def _print(done: Undone) -> None:
             continue
         p = u.paths
         assert p is not None
-        count = len(p.written) + len(p.deleted)
-        print(
-            f"restored {count} path{'s' if count != 1 else ''} from {u.ref}"
-            + (f" ({p.already} already as rescued)" if p.already else "")
-            + (f"; {p.staged} staged versions restored" if p.staged else "")
-            + (f"; {len(p.forced)} overwritten after rescuing them" if p.forced else "")
-        )
+        print(p.summary(u.ref))
         for path in p.conflicts:
             print(
                 f"conflict: {output.show_path(path)} changed since the rescue; left alone "

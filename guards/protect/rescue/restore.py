@@ -42,6 +42,16 @@ class Restored:
     #: conflicts written all the same (``force``)
     forced: list[str] = field(default_factory=list)
 
+    def summary(self, ref: str) -> str:
+        """The one line that says what came back from ``ref``."""
+        count = len(self.written) + len(self.deleted)
+        return (
+            f"restored {count} path{'s' if count != 1 else ''} from {ref}"
+            + (f" ({self.already} already as rescued)" if self.already else "")
+            + (f"; {self.staged} staged versions restored" if self.staged else "")
+            + (f"; {len(self.forced)} overwritten after rescuing them" if self.forced else "")
+        )
+
 
 @dataclass
 class RestoredRepository:
