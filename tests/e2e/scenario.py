@@ -74,6 +74,17 @@ def sessions(repo: Path) -> dict[str, dict[str, Any]]:
     return {s["id"]: s for s in json.loads(res.stdout)["sessions"]}
 
 
+#: What the attribution tour's script writes: a Write, an Edit, a shell line, a failing one.
+TOUR_PATHS = ("new.txt", "src/app.py", "made.txt", "failed.txt")
+
+
+def attributed_after_the_tour(repo: Path) -> dict[str, str | None]:
+    """Owners after the tour (alice's README beside it), with every shell line's start
+    marker consumed by its end: what each CLI's attribution test expects of its session."""
+    assert observe_markers(repo) == []
+    return owners(repo)
+
+
 def observe_markers(repo: Path) -> list[str]:
     """Start markers of shell commands whose end the hook never saw."""
     folder = repo / ".git/guards/observe"

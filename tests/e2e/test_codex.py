@@ -25,8 +25,9 @@ from tests.e2e.scenario import (
     ALICE_WORK,
     FILES,
     RESCUED,
+    TOUR_PATHS,
     Tour,
-    observe_markers,
+    attributed_after_the_tour,
     owners,
     project,
     rescue_refs,
@@ -167,14 +168,8 @@ def test_apply_patch_and_shell_commands_are_attributed_to_the_session(
     server = model(script)
     run = codex_run(codex, repo, server, codex_home(hermetic_seal))
     assert (repo / "src/app.py").read_text() == "print('codex')\n"
-    assert owners(repo) == {
-        "README": ALICE,
-        "new.txt": me(run),
-        "src/app.py": me(run),
-        "made.txt": me(run),
-        "failed.txt": me(run),
-    }
-    assert observe_markers(repo) == []
+    expected = {"README": ALICE, **dict.fromkeys(TOUR_PATHS, me(run))}
+    assert attributed_after_the_tour(repo) == expected
 
 
 def test_apply_patch_over_alices_uncommitted_file_rescues_it_first(

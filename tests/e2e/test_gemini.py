@@ -24,8 +24,9 @@ from tests.e2e.scenario import (
     ALICE,
     ALICE_WORK,
     FILES,
+    TOUR_PATHS,
+    attributed_after_the_tour,
     observe_markers,
-    owners,
     project,
     rescue_refs,
     sessions,
@@ -146,14 +147,8 @@ def test_write_file_replace_and_shell_commands_are_attributed_to_the_session(
     server = model(script)
     run = gemini_run(gemini, repo, server, hermetic_seal)
     assert (repo / "src/app.py").read_text() == "print('gemini')\n"
-    assert owners(repo) == {
-        "README": ALICE,
-        "new.txt": me(run),
-        "src/app.py": me(run),
-        "made.txt": me(run),
-        "failed.txt": me(run),
-    }
-    assert observe_markers(repo) == []
+    expected = {"README": ALICE, **dict.fromkeys(TOUR_PATHS, me(run))}
+    assert attributed_after_the_tour(repo) == expected
 
 
 FRAME = "[Workspace:"
