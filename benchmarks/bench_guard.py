@@ -26,10 +26,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import env, generate_repo, guards_cmd, report, run_cmd, timeit
+from benchmarks.common import (
+    env,
+    generate_repo,
+    guards_cmd,
+    make_alices_work,
+    report,
+    run_cmd,
+    timeit,
+)
 from guards.integrations.installation import SHIM_MARKER_FILE, shim_text
-from guards.state.attribution import Attribution, fingerprint
-from guards.state.ledger import Ledger
 
 GIT = shutil.which("git") or "git"
 
@@ -114,18 +120,11 @@ def nothing_at_risk(repo: Path, shim_dir: Path, repeat: int) -> None:
 
 def foreign_at_risk(repo: Path, names: list[str], dirty: int, repeat: int) -> None:
     chosen = names[:: max(1, len(names) // dirty)][:dirty]
-    ledger = Ledger(repo / ".git" / "guards")
     counter = [0]
 
     def make_foreign_work() -> None:
         counter[0] += 1
-        for rel in chosen:
-            (repo / rel).write_text(f"alice's edit {counter[0]}\n")
-        now = time.time()
-        with ledger.transaction() as data:
-            records = data.paths.setdefault(str(repo.resolve()), {})
-            for rel in chosen:
-                records[rel] = Attribution("alice", fingerprint(repo / rel), now).to_json()
+        make_alices_work(repo, chosen, counter[0])
 
     def plumbing() -> None:
         e = env()

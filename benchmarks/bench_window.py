@@ -34,11 +34,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import BENCH_ENV, generate_repo
+from benchmarks.common import BENCH_ENV, generate_repo, make_alices_work
 from guards.predict import blast, cmdline
 from guards.protect import decide, guard, receipts, snapshot
-from guards.state.attribution import Attribution, fingerprint
-from guards.state.ledger import Ledger
 
 
 class Clock:
@@ -100,16 +98,9 @@ def main() -> None:
         print(f"generating {opts.files} files ...", flush=True)
         names = generate_repo(repo, opts.files)
         chosen = names[:: max(1, len(names) // opts.dirty)][: opts.dirty]
-        ledger = Ledger(repo / ".git" / "guards")
         before, after, checked, whole = [], [], [], []
         for n in range(opts.repeat):
-            for rel in chosen:
-                (repo / rel).write_text(f"alice's edit {n}\n")
-            now = time.time()
-            with ledger.transaction() as data:
-                records = data.paths.setdefault(str(repo.resolve()), {})
-                for rel in chosen:
-                    records[rel] = Attribution("alice", fingerprint(repo / rel), now).to_json()
+            make_alices_work(repo, chosen, n)
             time.sleep(0.05)  # past the racy window of the metadata check
             clock = Clock()
             clock.install()

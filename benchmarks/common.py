@@ -58,6 +58,21 @@ def generate_repo(path: Path, files: int, per_dir: int = 500) -> list[str]:
     return names
 
 
+def make_alices_work(repo: Path, paths: Sequence[str], round_: int) -> None:
+    """Edit ``paths`` and record them for session alice (work foreign to the benchmark's
+    caller, bob): what a guarded destructive command must rescue."""
+    from guards.state.attribution import Attribution, fingerprint
+    from guards.state.ledger import Ledger
+
+    for rel in paths:
+        (repo / rel).write_text(f"alice's edit {round_}\n")
+    now = time.time()
+    with Ledger(repo / ".git" / "guards").transaction() as data:
+        records = data.paths.setdefault(str(repo.resolve()), {})
+        for rel in paths:
+            records[rel] = Attribution("alice", fingerprint(repo / rel), now).to_json()
+
+
 def timeit(
     fn: Callable[[], object], repeat: int, setup: Callable[[], object] | None = None
 ) -> float:
