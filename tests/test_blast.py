@@ -543,9 +543,13 @@ def test_checkout_dash_means_the_previous_branch(tmp_path: Path, factory: Path) 
     assert as_dict(predict(top, ["checkout", "-"])) == {"icoll.log": {"ignored"}}
 
 
-def test_recursing_into_submodules_is_not_computed(tmp_path: Path) -> None:
-    top = make_repo(tmp_path / "r")
-    assert predict(top, ["reset", "--hard", "--recurse-submodules"]).everything
+def test_recursing_into_submodules_is_computed_and_submodule_update_is_not(
+    tmp_path: Path,
+) -> None:
+    top = make_repo(tmp_path / "r", {"a": "a\n"})
+    (top / "a").write_text("changed\n")
+    radius = predict(top, ["reset", "--hard", "--recurse-submodules"])
+    assert not radius.everything and as_dict(radius) == {"a": {"worktree"}}
     assert predict(top, ["submodule", "update", "--force"]).everything
 
 

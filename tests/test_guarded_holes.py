@@ -676,3 +676,47 @@ def test_a_submodule_update_command_from_git_config_is_opaque(shim: Path, tmp_pa
     res = run_way("shim", ["submodule", "update", "sub"], top, shim)
     assert res.returncode not in (0, 20), res.stderr  # git runs `false`
     assert b"someone's notes\n" in rescued(top, "notes.txt")
+
+
+# ---------------------------------------------------------------------------
+# Submodule recursion: a setting, an option or `rm -f` resets a submodule's files
+
+
+def _dirty_submodule(tmp_path: Path) -> Path:
+    upstream = make_repo(tmp_path / "upstream", {"s": "one\n"})
+    top = fresh_repo(tmp_path / "super")
+    git(top, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(upstream), "sub")
+    git(top, "commit", "-qm", "add sub")
+    (top / "sub" / "s").write_text("carol's change inside the submodule\n")
+    return top
+
+
+def _held_in_the_submodule(top: Path) -> bool:
+    gitdir = top / ".git" / "modules" / "sub"
+    refs = git(gitdir, "--work-tree", ".", "for-each-ref", "--format=%(refname)", "refs/rescue")
+    return any(
+        git(gitdir, "--work-tree", ".", "show", f"{ref}:s", check=False)
+        == "carol's change inside the submodule\n"
+        for ref in refs.split()
+    )
+
+
+@pytest.mark.parametrize(
+    ("setting", "args"),
+    [
+        ("true", ["reset", "--hard"]),
+        ("true", ["checkout", "--", "."]),
+        ("false", ["checkout", "-f", "--recurse-submodules", "HEAD"]),
+        ("false", ["rm", "-f", "sub"]),
+    ],
+    ids=lambda x: " ".join(x) if isinstance(x, list) else f"submodule.recurse={x}",
+)
+def test_recursing_into_a_dirty_submodule_rescues_its_work_first(
+    shim: Path, tmp_path: Path, setting: str, args: list[str]
+) -> None:
+    for way in ways(args):
+        top = _dirty_submodule(tmp_path / way)
+        git(top, "config", "submodule.recurse", setting)
+        res = run_way(way, args, top, shim)
+        assert res.returncode == 0, (way, res.stderr)
+        assert _held_in_the_submodule(top), (way, res.stderr)

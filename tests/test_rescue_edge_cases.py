@@ -590,40 +590,81 @@ def with_submodule(repo: Path, tmp_path: Path) -> Path:
 
 
 def sub_rescue_refs(repo: Path) -> list[str]:
-    return git(
-        repo / ".git" / "modules" / "sub", "for-each-ref", "--format=%(refname)", "refs/rescue"
-    ).split()
+    # Its own work tree given: after `rm -f sub` the configured one is gone.
+    gitdir = repo / ".git" / "modules" / "sub"
+    refs = git(gitdir, "--work-tree", ".", "for-each-ref", "--format=%(refname)", "refs/rescue")
+    return refs.split()
 
 
-#: Commands that destroy a submodule's dirty work, but that the prediction does not yet
-#: count (guards/predict): once it does, the rescue inside the submodule follows.
-_NOT_PREDICTED = pytest.mark.xfail(
-    strict=True, reason="prediction hole: the submodule's dirty work is not in the radius"
-)
+#: Commands that destroy a submodule's dirty work (each checked on plain git below).
+RECURSE = ["-c", "submodule.recurse=true"]
 SUBMODULE_COMMANDS = [
     ["reset", "--hard", "--recurse-submodules"],
     ["submodule", "update", "--force"],
     ["submodule", "deinit", "-f", "sub"],
-    pytest.param(["-c", "submodule.recurse=true", "reset", "--hard"], marks=_NOT_PREDICTED),
-    pytest.param(["checkout", "-f", "--recurse-submodules", "HEAD"], marks=_NOT_PREDICTED),
-    pytest.param(["rm", "-f", "sub"], marks=_NOT_PREDICTED),
+    [*RECURSE, "reset", "--hard"],
+    [*RECURSE, "reset", "--merge"],
+    ["checkout", "-f", "--recurse-submodules", "HEAD"],
+    [*RECURSE, "checkout", "--", "."],
+    [*RECURSE, "checkout", "HEAD", "--", "sub"],
+    ["restore", "--recurse-submodules", "."],
+    [*RECURSE, "switch", "-f", "main"],
+    [*RECURSE, "switch", "--discard-changes", "main"],
+    ["rm", "-f", "sub"],
+    ["rm", "-rf", "--", "sub"],
+]
+#: Commands that leave a dirty submodule's work alone: nothing said, nothing rescued.
+SUBMODULE_SAFE = [
+    ["reset", "--hard"],
+    ["checkout", "-f", "HEAD"],
+    [*RECURSE, "reset", "--keep"],
+    ["checkout", "--recurse-submodules", "HEAD"],
+    [*RECURSE, "restore", "--staged", "."],
+    [*RECURSE, "reset", "--hard", "--no-recurse-submodules"],
+    ["rm", "sub"],  # git refuses: the submodule has local changes
+    ["rm", "--cached", "-f", "sub"],
 ]
 
 
-@pytest.mark.parametrize("args", SUBMODULE_COMMANDS, ids=lambda a: " ".join(a))
+def _sub_file(repo: Path, ref: str, path: str) -> str:
+    gitdir = repo / ".git" / "modules" / "sub"
+    return git(gitdir, "--work-tree", ".", "show", f"{ref}:{path}")
+
+
+@pytest.mark.parametrize("args", SUBMODULE_COMMANDS, ids=" ".join)
 def test_a_dirty_submodule_is_rescued_inside_it_then_git_runs(
-    with_submodule: Path, args: list[str]
+    with_submodule: Path, tmp_path: Path, args: list[str]
 ) -> None:
     repo = with_submodule
-    plain_rc = 0
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-a", str(repo), str(copy)], check=True)
+    plain = run_via("plain", args, copy)
+    lost = not (copy / "sub" / "s").is_file() or (copy / "sub" / "s").read_text() != (
+        "dirty inside the submodule\n"
+    )
+    assert plain.returncode == 0 and lost, "plain git must destroy the submodule's change"
     res = run_via("guards-run", args, repo, env=BOB)
-    assert res.returncode == plain_rc, res.stderr
+    assert res.returncode == plain.returncode, res.stderr
     (ref,) = sub_rescue_refs(repo)
-    gitdir = repo / ".git" / "modules" / "sub"
-    assert git(gitdir, "show", f"{ref}:s") == "dirty inside the submodule\n"
-    assert git(gitdir, "show", f"{ref}:new") == "untracked inside the submodule\n"
+    assert _sub_file(repo, ref, "s") == "dirty inside the submodule\n"
+    assert _sub_file(repo, ref, "new") == "untracked inside the submodule\n"
     line = next(x for x in res.stderr.decode().splitlines() if ref in x)
     assert "in submodule sub/" in line and "cd sub && guards rescue restore" in line
+
+
+@pytest.mark.parametrize("args", SUBMODULE_SAFE, ids=" ".join)
+def test_a_command_that_leaves_the_submodule_alone_rescues_nothing_there(
+    with_submodule: Path, tmp_path: Path, args: list[str]
+) -> None:
+    repo = with_submodule
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-a", str(repo), str(copy)], check=True)
+    plain = run_via("plain", args, copy)
+    assert (copy / "sub" / "s").read_text() == "dirty inside the submodule\n"
+    res = run_via("guards-run", args, repo, env=BOB)
+    assert res.returncode == plain.returncode, res.stderr
+    assert sub_rescue_refs(repo) == []
+    assert (repo / "sub" / "s").read_text() == "dirty inside the submodule\n"
 
 
 def test_a_rescue_inside_a_submodule_touches_nothing_and_restores(with_submodule: Path) -> None:

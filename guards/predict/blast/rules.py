@@ -204,6 +204,15 @@ def _colliding_files(state: State, shown: list[str], slots: set[str]) -> list[st
     return collisions(state.files(hits), slots) if hits else []
 
 
+def recursed(state: State, losses: Losses) -> None:
+    """A command that recurses into submodules and overwrites (``reset --hard|--merge``,
+    ``checkout -f``, path-mode ``checkout``/``restore``) resets each submodule's files as
+    it does the outer work tree: their tracked changes go, untracked files stay."""
+    for e in state.entries.values():
+        if e.gitlink and e.submodule_modified:
+            losses.add(e.path, LossKind.WORKTREE)
+
+
 def r3(state: State, losses: Losses, *, ignore_skip_worktree: bool = False) -> None:
     """The work tree becomes the index: ``WI ∩ WT(HEAD)``, and what stands where a file
     deleted from the work tree comes back (a directory of new files where the file

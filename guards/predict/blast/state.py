@@ -237,6 +237,7 @@ class Entry(MutableValue):
         "index",
         "path",
         "skip_worktree",
+        "submodule",
         "unmerged",
         "work",
         "xy",
@@ -263,10 +264,23 @@ class Entry(MutableValue):
         #: status (and much of git) does not look at its file, which differs from it.
         self.assume_unchanged = False
         self.skip_worktree = False
+        #: porcelain v2's ``<sub>`` field: ``N...``, or ``S<c><m><u>`` for a submodule
+        #: (``m``: its tracked files changed, ``u``: it has untracked files).
+        self.submodule = "N..."
 
     @property
     def intent_to_add(self) -> bool:
         return self.xy == ".A"
+
+    @property
+    def submodule_modified(self) -> bool:
+        """A submodule whose own tracked files have changes."""
+        return self.submodule[2:3] == "M"
+
+    @property
+    def submodule_dirty(self) -> bool:
+        """A submodule with changed tracked files or untracked files of its own."""
+        return self.submodule_modified or self.submodule[3:4] == "U"
 
     @property
     def hidden(self) -> bool:
@@ -310,6 +324,18 @@ class State(MutableValue):
 def _ver(mode: bytes, oid: bytes) -> Version | None:
     m = mode.decode()
     return None if m == ZERO_MODE else (m, oid.decode())
+
+
+def recurses_submodules(ctx: Context, o: Options, state: State) -> bool:
+    """Whether a command that can recurse (``--recurse-submodules``, else the
+    ``submodule.recurse`` setting) does, asked only where it matters: when a submodule in
+    ``state`` has changes of its own."""
+    if not any(e.gitlink and e.submodule_dirty for e in state.entries.values()):
+        return False
+    if o.given("recurse-submodules"):
+        return o.has("recurse-submodules")
+    res = ctx.run(["config", "--type=bool", "--get", "submodule.recurse"], check=False)
+    return res.stdout.strip() == b"true"
 
 
 def command_options(ctx: Context, spec_name: str, args: Sequence[str]) -> Options:
@@ -425,6 +451,7 @@ def read_state(
             xy = f[1].decode()
             e = Entry(path, xy, _ver(f[3], f[6]), _ver(f[4], f[7]))
             e.gitlink = GITLINK in (f[3].decode(), f[4].decode(), f[5].decode())
+            e.submodule = f[2].decode()
             if xy[1] == ".":
                 e.work = e.index
             elif f[5].decode() != ZERO_MODE:

@@ -36,6 +36,7 @@ from guards.predict.blast.rules import (
     r5,
     r6,
     r7,
+    recursed,
     stash_resets,
     switch_refused,
     tracked_entries,
@@ -48,6 +49,7 @@ from guards.predict.blast.state import (
     files_under,
     pathspec_args,
     read_state,
+    recurses_submodules,
 )
 from guards.predict.cmdline import applies, clean_force, stash_action
 from guards.predict.options import parse_options
@@ -97,8 +99,6 @@ def _reset(ctx: Context, args: list[str]) -> BlastRadius:
     if o.has("hard") or o.has("merge") or o.has("keep"):
         if pathspec or o.given("pathspec-from-file"):
             return BlastRadius(worktree=ctx.toplevel, losses=[])  # git refuses
-        if o.has("recurse-submodules") and o.has("hard"):
-            return everything(ctx.toplevel)
         target = Target(ctx, x_oid, head)
         state = read_state(ctx, target=target)
         if o.has("hard"):
@@ -109,6 +109,8 @@ def _reset(ctx: Context, args: list[str]) -> BlastRadius:
             keep(state, target, losses)
         if _refused(o, state, target):
             commits = []
+        elif not o.has("keep") and recurses_submodules(ctx, o, state):
+            recursed(state, losses)
         return losses.radius(ctx, state, commits=commits)
     limit = pathspec_args(ctx, o, pathspec)
     state = read_state(ctx, limit, hash_work=False)  # R4 compares with the index only
@@ -167,6 +169,7 @@ def _checkout(ctx: Context, args: list[str]) -> BlastRadius:
                 for e in state.entries.values():
                     if e.unmerged and wt(e, e.head):
                         losses.add(e.path, LossKind.WORKTREE)
+            _recursing(ctx, o, state, losses)
             return losses.radius(ctx, state)
         x_oid = ctx.rev(name, "tree")
         if x_oid is None:
@@ -183,6 +186,7 @@ def _checkout(ctx: Context, args: list[str]) -> BlastRadius:
             paths=True,
             ignore_skip_worktree=o.has("ignore-skip-worktree-bits"),
         )
+        _recursing(ctx, o, state, losses)
         return losses.radius(ctx, state)
     # Branch mode: target is the start point (or the branch named).
     start = o.positionals[0] if o.positionals else None
@@ -210,16 +214,25 @@ def _switch_to(
     state = read_state(ctx, target=target)
     if o.has("force"):
         r1(ctx, state, target, losses)
+        _recursing(ctx, o, state, losses)
     elif discard:
         slots = occupied_elsewhere(state, target)
         if not collisions(state.untracked, slots):
             r1(ctx, state, target, losses)
+            _recursing(ctx, o, state, losses)
     elif o.has("merge"):
         merge_mode(state, target, losses)
     else:
         overwrite = not o.given("overwrite-ignore") or o.has("overwrite-ignore")
         r7(state, target, losses, overwrite_ignore=overwrite)
     return losses.radius(ctx, state, commits=commits)
+
+
+def _recursing(ctx: Context, o: Options, state: State, losses: Losses) -> None:
+    """A command that overwrites files loses the submodules' tracked changes too when it
+    recurses into them (a path-mode command: those within its pathspec)."""
+    if recurses_submodules(ctx, o, state):
+        recursed(state, losses)
 
 
 def _dwim_remote(ctx: Context, name: str) -> str | None:
@@ -300,6 +313,8 @@ def _restore(ctx: Context, args: list[str]) -> BlastRadius:
         r3(state, losses, ignore_skip_worktree=ignore_sw)
     else:
         r6(state, target, losses, ignore_skip_worktree=ignore_sw)
+    if worktree:
+        _recursing(ctx, o, state, losses)
     return losses.radius(ctx, state)
 
 
@@ -436,7 +451,10 @@ def _rm(ctx: Context, args: list[str]) -> BlastRadius:
         for e in at_risk:
             losses.add(e.path, LossKind.STAGED)
         return losses.radius(ctx)
-    if not force and any(_local_change(e) for e in checked):
+    # A submodule goes whole, its own changes and untracked files with it (git absorbs
+    # its git dir first, so its history stays).
+    submodules = [e for e in state.entries.values() if e.gitlink and e.submodule_dirty]
+    if not force and (submodules or any(_local_change(e) for e in checked)):
         return losses.radius(ctx)  # git refuses anything with local changes
     for e in tracked:
         kinds = []
@@ -445,6 +463,8 @@ def _rm(ctx: Context, args: list[str]) -> BlastRadius:
         if ix(e, e.head):
             kinds.append(LossKind.STAGED)
         losses.add(e.path, *kinds)
+    for e in submodules:
+        losses.add(e.path, LossKind.WORKTREE, LossKind.UNTRACKED)
     return losses.radius(ctx)
 
 
