@@ -13,6 +13,7 @@ from typing import Any
 
 import guards
 from guards.state.workspace import Workspace, record_paths
+from tests import warm
 
 PROJECT_ROOT = Path(guards.__file__).resolve().parent.parent
 LEDGER = Path(".git/guards/ledger.json")
@@ -35,20 +36,17 @@ def run_guards(
     input: bytes | None = None,
     timeout: float = 120,
 ) -> subprocess.CompletedProcess[str]:
-    """Run the guards CLI in a real subprocess, as a user would."""
+    """Run the guards CLI in a real process of its own, as a user would (started warm:
+    :mod:`tests.warm`); stdout and stderr as text."""
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "guards", *args],
-        cwd=cwd,
-        env=full_env,
-        input=input.decode() if input is not None else None,
-        capture_output=True,
-        text=True,
-        errors="surrogateescape",
-        timeout=timeout,
-        check=False,
+    proc = warm.run(list(args), cwd, full_env, input or b"", timeout)
+    return subprocess.CompletedProcess(
+        proc.args,
+        proc.returncode,
+        proc.stdout.decode("utf-8", "surrogateescape"),
+        proc.stderr.decode("utf-8", "surrogateescape"),
     )
 
 

@@ -502,9 +502,9 @@ def _write_targets(event: dict[str, Any]) -> list[str] | None:
 
 
 def _write_wait() -> float:
-    from guards.state.barrier import WRITE_WAIT
+    from guards.state.barrier import write_wait
 
-    return WRITE_WAIT
+    return write_wait()
 
 
 def _write_key(event: dict[str, Any], files: list[str]) -> str:

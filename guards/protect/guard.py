@@ -87,7 +87,7 @@ def _enter_destroy(cmd: GitCommand) -> str | None:
             from guards import output
 
             output.warn(
-                f"went ahead after waiting {barrier.DESTROY_WAIT:g} s for writes announced "
+                f"went ahead after waiting {barrier.destroy_wait():g} s for writes announced "
                 f"by {', '.join(sorted(set(late)))} in this checkout"
             )
     return announced

@@ -8,14 +8,14 @@ place before it looks, so of two that race, at least one sees the other):
 - a guarded destructive command (``guards run``) announces ``destroy.<pid>.ann``
   (its pid and that process's start time, its work tree) before it looks at the
   checkout; after ``exec`` the pid is git's, so the announcement lasts exactly as long
-  as git runs. Then it waits (at most ``DESTROY_WAIT``) for the writes already
+  as git runs. Then it waits (at most :func:`destroy_wait`) for the writes already
   announced in its work tree to end, and only then looks. A dead pid (or a pid reused
   by another process) releases it: a killed command never holds writers back. Whoever
   finds a dead announcement removes it.
 - an agent hook about to let a write tool (Write, Edit, ``apply_patch``,
   ``write_file`` ...) write announces ``write.<session>.<key>.ann`` (its paths), then
   looks for live destroyers in the same work tree: if there is one, it takes its
-  announcement back and waits (at most ``WRITE_WAIT``) until the destroyer is gone,
+  announcement back and waits (at most :func:`write_wait`) until the destroyer is gone,
   then announces again. The tool's PostToolUse takes it back after the write was
   recorded. An announcement whose end never came counts for ``WRITE_TTL`` only.
 
@@ -32,12 +32,20 @@ import os
 import time
 
 BARRIER_DIR = "barrier"
-#: Seconds a write tool waits for a destructive command in its work tree
-#: (``GUARDS_BARRIER_WRITE_WAIT``).
-WRITE_WAIT = float(os.environ.get("GUARDS_BARRIER_WRITE_WAIT") or 20.0)
-#: Seconds a destructive command waits for announced writes in its work tree
-#: (``GUARDS_BARRIER_DESTROY_WAIT``).
-DESTROY_WAIT = float(os.environ.get("GUARDS_BARRIER_DESTROY_WAIT") or 5.0)
+
+
+def write_wait() -> float:
+    """Seconds a write tool waits for a destructive command in its work tree
+    (``GUARDS_BARRIER_WRITE_WAIT``; read when asked, not at import)."""
+    return float(os.environ.get("GUARDS_BARRIER_WRITE_WAIT") or 20.0)
+
+
+def destroy_wait() -> float:
+    """Seconds a destructive command waits for announced writes in its work tree
+    (``GUARDS_BARRIER_DESTROY_WAIT``)."""
+    return float(os.environ.get("GUARDS_BARRIER_DESTROY_WAIT") or 5.0)
+
+
 #: Seconds an announced write counts when its end never came.
 WRITE_TTL = 30.0
 #: Seconds between two looks while waiting.
@@ -161,10 +169,10 @@ def live_destroyers(ledger_dir: str, worktree: str) -> list[str]:
     return found
 
 
-def wait_for_destroyers(ledger_dir: str, worktree: str, limit: float = WRITE_WAIT) -> list[str]:
+def wait_for_destroyers(ledger_dir: str, worktree: str, limit: float | None = None) -> list[str]:
     """Wait until no live destructive command is announced in ``worktree`` (at most
-    ``limit`` seconds); returns those still there."""
-    deadline = time.monotonic() + limit
+    ``limit`` seconds, :func:`write_wait` by default); returns those still there."""
+    deadline = time.monotonic() + (write_wait() if limit is None else limit)
     while True:
         found = live_destroyers(ledger_dir, worktree)
         if not found or time.monotonic() >= deadline:
@@ -212,10 +220,11 @@ def pending_writes(ledger_dir: str, worktree: str) -> list[str]:
     return found
 
 
-def wait_for_writes(ledger_dir: str, worktree: str, limit: float = DESTROY_WAIT) -> list[str]:
+def wait_for_writes(ledger_dir: str, worktree: str, limit: float | None = None) -> list[str]:
     """Wait until the writes announced in ``worktree`` have ended (at most ``limit``
-    seconds); returns the sessions whose writes are still announced."""
-    deadline = time.monotonic() + limit
+    seconds, :func:`destroy_wait` by default); returns the sessions whose writes are
+    still announced."""
+    deadline = time.monotonic() + (destroy_wait() if limit is None else limit)
     while True:
         found = pending_writes(ledger_dir, worktree)
         if not found or time.monotonic() >= deadline:
@@ -224,13 +233,13 @@ def wait_for_writes(ledger_dir: str, worktree: str, limit: float = DESTROY_WAIT)
 
 
 def enter_write(
-    ledger_dir: str, worktree: str, session: str, key: str, limit: float = WRITE_WAIT
+    ledger_dir: str, worktree: str, session: str, key: str, limit: float | None = None
 ) -> list[str]:
     """Announce a write, then make sure no destructive command runs in ``worktree``:
     if one does, take the announcement back, wait for it to finish, and try again.
     Returns the destructive commands still running after ``limit`` seconds (the write
     must not go ahead: its announcement is taken back), else [] (announced)."""
-    deadline = time.monotonic() + limit
+    deadline = time.monotonic() + (write_wait() if limit is None else limit)
     while True:
         announce_write(ledger_dir, worktree, session, key)
         found = live_destroyers(ledger_dir, worktree)
