@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from guards.integrations.installation import SAFE_ALIASES, SHIM_MARKER_FILE, shim_text
+from tests import warm
 
 ALIASED = {sub: name for name, sub in SAFE_ALIASES.items()}
 
@@ -40,10 +40,10 @@ def run_via(
 ) -> subprocess.CompletedProcess[bytes]:
     """Run `git <args>` the given way: plain, guards-run, alias or shim."""
     full_env = {**os.environ, **(env or {})}
+    if way == "guards-run":  # a process of its own, started warm (tests.warm)
+        return warm.run(["run", "--", *args], cwd, full_env, input or b"", timeout)
     if way == "plain":
         argv = ["git", *args]
-    elif way == "guards-run":
-        argv = [sys.executable, "-m", "guards", "run", "--", *args]
     elif way == "alias":
         sub = args[0]
         argv = ["git", ALIASED[sub], *args[1:]]

@@ -41,7 +41,23 @@ def run_guards(
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
-    proc = warm.run(list(args), cwd, full_env, input or b"", timeout)
+    return text_of(warm.run(list(args), cwd, full_env, input or b"", timeout))
+
+
+def run_agent_hook(
+    harness: str, cwd: Path | str, body: bytes, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The agent hook as the harnesses run it: ``python -m guards.commands.agent_hook
+    <harness>`` in a process of its own, the event on stdin."""
+    full_env = {**os.environ, **(env or {})}
+    return text_of(warm.run([harness], cwd, full_env, body, 60, module=AGENT_HOOK))
+
+
+AGENT_HOOK = "guards.commands.agent_hook"
+
+
+def text_of(proc: subprocess.CompletedProcess[bytes]) -> subprocess.CompletedProcess[str]:
+    """A finished process with its output as text (undecodable bytes kept as surrogates)."""
     return subprocess.CompletedProcess(
         proc.args,
         proc.returncode,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ import pytest
 from guards.commands.agent_hook import session_for
 from guards.protect import receipts
 from guards.protect.guard import guard_line
-from tests.helpers import git, make_repo, run_guards
+from tests.helpers import git, make_repo, run_agent_hook, run_guards
 
 BOB = session_for("claude", "bob")
 
@@ -31,16 +30,7 @@ def send(
     body = raw if raw is not None else json.dumps({"cwd": str(repo), **event}).encode()
     if not fast:
         return run_guards("agent-hook", harness, cwd=repo, env=env, input=body)
-    return subprocess.run(
-        [sys.executable, "-m", "guards.commands.agent_hook", harness],
-        cwd=repo,
-        input=body.decode(),
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=60,
-        check=False,
-    )
+    return run_agent_hook(harness, repo, body, env)
 
 
 def bash_event(session: str, command: object, tool_use_id: str | None = None) -> dict[str, Any]:

@@ -51,16 +51,8 @@ def one_line(res: subprocess.CompletedProcess[str], *, refused: bool = True) -> 
 
 
 def run_bytes(args: list[str], cwd: Path, stdin: bytes) -> subprocess.CompletedProcess[str]:
-    """The guards CLI with raw bytes on stdin (run_guards takes text)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "guards", *args], cwd=cwd, input=stdin, capture_output=True
-    )
-    return subprocess.CompletedProcess(
-        proc.args,
-        proc.returncode,
-        proc.stdout.decode("utf-8", "surrogateescape"),
-        proc.stderr.decode("utf-8", "surrogateescape"),
-    )
+    """The guards CLI with raw bytes on stdin."""
+    return run_guards(*args, cwd=cwd, input=stdin)
 
 
 def guards_lines(res: subprocess.CompletedProcess[str]) -> list[str]:

@@ -17,7 +17,7 @@ import pytest
 
 from guards.predict.file_reach import Reach, reach
 from guards.predict.shell import analyze
-from tests.helpers import git, make_repo, run_guards
+from tests.helpers import git, make_repo, run_agent_hook, run_guards
 
 #: alice's uncommitted work: path -> content.
 ALICE = {
@@ -65,15 +65,7 @@ def hook(
     }
     if harness != "gemini":
         event["tool_use_id"] = tool_use_id
-    return subprocess.run(
-        [sys.executable, "-m", "guards.commands.agent_hook", harness],
-        cwd=repo,
-        input=json.dumps(event),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_agent_hook(harness, repo, json.dumps(event).encode())
 
 
 def allowed(res: subprocess.CompletedProcess[str]) -> str:

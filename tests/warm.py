@@ -117,6 +117,9 @@ def _child(module: str, args: list[str], cwd: str, env: dict[str, str], paths: l
             from guards.main import main
 
             raise SystemExit(main(args))
+        # As `python -m` does: the module runs as a fresh __main__, apart from the
+        # preloaded copy (which runpy would warn about).
+        sys.modules.pop(module, None)
         runpy.run_module(module, run_name="__main__", alter_sys=True)
     finally:
         sys.stdout.flush()
