@@ -720,3 +720,34 @@ def test_recursing_into_a_dirty_submodule_rescues_its_work_first(
         res = run_way(way, args, top, shim)
         assert res.returncode == 0, (way, res.stderr)
         assert _held_in_the_submodule(top), (way, res.stderr)
+
+
+# ---------------------------------------------------------------------------
+# Found by git's own test scripts: global options and variables that only some commands
+# accept must not reach guards' own queries (t1001)
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [["--super-prefix", "fictional/"], ["--super-prefix=fictional/"], []],
+    ids=["option", "option=", "variable"],
+)
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_a_super_prefix_does_not_break_guards_queries(
+    repo: Path, shim: Path, way: str, spelling: list[str]
+) -> None:
+    (repo / "README").write_text("someone's edit\n")
+    env = {} if spelling else {"GIT_INTERNAL_SUPER_PREFIX": "fictional/"}
+    args = [*spelling, "read-tree", "-u", "--reset", "HEAD"]
+    res = run_way(way, args, repo, shim, env=env)
+    assert res.returncode == 0, res.stderr
+    assert (repo / "README").read_text() == "hello\n"
+    assert b"someone's edit\n" in rescued(repo, "README")
+
+
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_a_super_prefix_the_command_does_not_support_is_left_to_git(
+    repo: Path, shim: Path, tmp_path: Path, way: str
+) -> None:
+    (repo / "README").write_text("someone's edit\n")
+    same_as_plain(repo, ["--super-prefix", "x/", "reset", "--hard"], way, shim, tmp_path)

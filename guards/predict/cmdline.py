@@ -178,8 +178,33 @@ class GitCommand(Value):
 
 
 def query_options(global_options: Sequence[str]) -> list[str]:
-    """The global options minus the pager ones (queries never page)."""
-    return [o for o in global_options if o not in ("-p", "--paginate", "-P", "--no-pager")]
+    """The global options minus the pager ones (queries never page) and ``--super-prefix``
+    (only a few plumbing commands accept it: any other git dies on it)."""
+    kept: list[str] = []
+    i = 0
+    while i < len(global_options):
+        o = global_options[i]
+        if o == "--super-prefix":
+            i += 2
+            continue
+        if o not in ("-p", "--paginate", "-P", "--no-pager") and not o.startswith(
+            "--super-prefix="
+        ):
+            kept.append(o)
+        i += 1
+    return kept
+
+
+#: The only commands git 2.39 runs with a super prefix (git.c ``SUPPORT_SUPER_PREFIX``):
+#: any other dies "X doesn't support --super-prefix" before it touches anything.
+_SUPER_PREFIX_COMMANDS = {"read-tree", "checkout--worker", "submodule--helper", "fsmonitor--daemon"}
+_SUPER_PREFIX_ENV = "GIT_INTERNAL_SUPER_PREFIX"
+
+
+def _has_super_prefix(global_options: Sequence[str], env: Mapping[str, str]) -> bool:
+    return _SUPER_PREFIX_ENV in env or any(
+        o == "--super-prefix" or o.startswith("--super-prefix=") for o in global_options
+    )
 
 
 def parse_bool(value: str) -> bool | None:
@@ -561,6 +586,8 @@ def parse(argv: Sequence[str], env: Mapping[str, str], cwd: str) -> GitCommand:
         if j >= len(words):
             raise UsageError(f"empty alias for {seen[-1]}")
         name, rest = words[j], [*words[j + 1 :], *rest]
+    if _has_super_prefix(global_options, env) and (seen or name not in _SUPER_PREFIX_COMMANDS):
+        raise UsageError(f"git: {name} doesn't support --super-prefix")
     config = _read_config(global_options, env, cwd) if name in _CONFIG_FOR else {}
     return GitCommand(
         argv=argv,
