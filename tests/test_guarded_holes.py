@@ -751,3 +751,33 @@ def test_a_super_prefix_the_command_does_not_support_is_left_to_git(
 ) -> None:
     (repo / "README").write_text("someone's edit\n")
     same_as_plain(repo, ["--super-prefix", "x/", "reset", "--hard"], way, shim, tmp_path)
+
+
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_read_tree_into_an_empty_index_file_is_left_to_git(
+    repo: Path, shim: Path, tmp_path: Path, way: str
+) -> None:
+    # t1009: read-tree without -m never reads the index it replaces; git reads no empty one
+    (repo / "new-index").write_bytes(b"")
+    (repo / "README").write_text("someone's edit\n")
+    twin = tmp_path / "plain-twin"
+    shutil.copytree(repo, twin, symlinks=True)
+    env = {"GIT_INDEX_FILE": "new-index"}
+    plain = run_via("plain", ["read-tree", "main"], twin, env=env)
+    guarded = run_way(way, ["read-tree", "main"], repo, shim, env=env)
+    assert (guarded.returncode, guarded.stdout, guarded.stderr) == (0, b"", b"")
+    assert plain.returncode == 0
+    assert rescue_refs(repo) == []
+    assert (repo / "new-index").read_bytes() == (twin / "new-index").read_bytes()
+
+
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_read_tree_keeps_the_staged_work_of_the_index_it_replaces(
+    repo: Path, shim: Path, way: str
+) -> None:
+    (repo / "README").write_text("someone's staged version\n")
+    git(repo, "add", "README")
+    (repo / "README").write_text("hello\n")
+    res = run_way(way, ["read-tree", "HEAD"], repo, shim)
+    assert res.returncode == 0, res.stderr
+    assert b"someone's staged version\n" in rescued(repo, "README")

@@ -722,11 +722,43 @@ def opaque_reason(cmd: GitCommand) -> str | None:
             return "a submodule's update setting is a shell command"
     elif sub == "filter-branch":
         return "filter-branch runs shell commands and rewrites the work tree"
-    elif sub == "read-tree" and not any(
-        a in ("-n", "--dry-run") or a.startswith("--index-output") for a in args
+    elif (
+        sub == "read-tree"
+        and not any(a in ("-n", "--dry-run") or a.startswith("--index-output") for a in args)
+        and not read_tree_index_only(args)
     ):
         return "read-tree rewrites the index (and with -u the work tree)"
     return None
+
+
+#: read-tree's options that neither merge, nor reset, nor touch the work tree.
+_READ_TREE_PLAIN = (
+    "--trivial",
+    "--aggressive",
+    "--dry-run",
+    "--quiet",
+    "--verbose",
+    "--no-sparse-checkout",
+    "--recurse-submodules",
+    "--no-recurse-submodules",
+)
+
+
+def read_tree_index_only(args: Sequence[str]) -> bool:
+    """``read-tree TREE...`` without -m, --reset, --prefix or -u: git replaces the index
+    without reading it and leaves the work tree alone. Any option guards does not know
+    (or a bundle holding another letter than n, v, q) counts as merging."""
+    for a in args:
+        if a == "--":
+            break
+        if a.startswith("--"):
+            if a not in _READ_TREE_PLAIN and not a.startswith(
+                ("--index-output=", "--exclude-per-directory=")
+            ):
+                return False
+        elif a.startswith("-") and len(a) > 1 and set(a[1:]) - set("nvq"):
+            return False
+    return True
 
 
 def _update_command(cmd: GitCommand) -> bool:
@@ -797,7 +829,9 @@ def could_destroy(cmd: GitCommand) -> bool:
         return deletes or o.has("stdin") or any(":" in r for r in refspecs)
     if sub == "reflog":
         return args[:1] in (["expire"], ["delete"])
-    if sub in ("bisect", "filter-branch", "read-tree"):
+    if sub == "read-tree":  # the index alone is replaced: see the read-tree handler
+        return not any(a in ("-n", "--dry-run") or a.startswith("--index-output") for a in args)
+    if sub in ("bisect", "filter-branch"):
         return False  # the forms that could destroy are opaque (above)
     if sub == "checkout-index":
         o = parse_options("checkout-index", args)
