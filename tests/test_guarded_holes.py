@@ -781,3 +781,20 @@ def test_read_tree_keeps_the_staged_work_of_the_index_it_replaces(
     res = run_way(way, ["read-tree", "HEAD"], repo, shim)
     assert res.returncode == 0, res.stderr
     assert b"someone's staged version\n" in rescued(repo, "README")
+
+
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_a_file_an_attribute_now_filters_differently_is_rescued_raw(
+    tmp_path: Path, shim: Path, way: str
+) -> None:
+    # t1051: added under eol=crlf, then ident is set: git finds the file unchanged by its
+    # stat data, yet the filters now in force give another blob than the index's
+    repo = make_repo(tmp_path / "r", {"README": "hello\n"})
+    (repo / "small").write_bytes(b"$Id: foo$\r\n")
+    os.utime(repo / "small", (1, 1))  # older than the index will be: never racy
+    (repo / ".gitattributes").write_text("* eol=crlf\n")
+    git(repo, "add", "small")
+    (repo / ".gitattributes").write_text("* ident\n")
+    res = run_way(way, ["read-tree", "--empty"], repo, shim)
+    assert res.returncode == 0, res.stderr
+    assert b"$Id: foo$\r\n" in rescued(repo, "small")

@@ -733,6 +733,7 @@ def opaque_reason(cmd: GitCommand) -> str | None:
 
 #: read-tree's options that neither merge, nor reset, nor touch the work tree.
 _READ_TREE_PLAIN = (
+    "--empty",
     "--trivial",
     "--aggressive",
     "--dry-run",
