@@ -798,3 +798,22 @@ def test_a_file_an_attribute_now_filters_differently_is_rescued_raw(
     res = run_way(way, ["read-tree", "--empty"], repo, shim)
     assert res.returncode == 0, res.stderr
     assert b"$Id: foo$\r\n" in rescued(repo, "small")
+
+
+@pytest.mark.parametrize("args", [["stash", "-u"], ["clean", "-fdx"]], ids=" ".join)
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_guards_writes_nothing_into_a_work_tree_that_is_home(
+    tmp_path: Path, shim: Path, way: str, args: list[str]
+) -> None:
+    # t3905: HOME is the work tree (the dotfiles pattern): guards' registry of repositories
+    # must not appear there as untracked work for stash -u to take or clean to delete
+    repo = make_repo(tmp_path / "home", {"README": "hello\n"})
+    (repo / "notes.txt").write_text("someone's notes\n")
+    env = {"HOME": str(repo), "XDG_DATA_HOME": "", "XDG_STATE_HOME": ""}
+    res = run_way(way, args, repo, shim, env=env)
+    assert res.returncode == 0, res.stderr
+    assert not (repo / ".local").exists()
+    assert git(repo, "status", "--porcelain", "--ignored") == ""
+    if args[0] == "stash":
+        listed = git(repo, "show", "--name-only", "--format=", "stash@{0}^3")
+        assert listed.split() == ["notes.txt"]
