@@ -817,3 +817,15 @@ def test_guards_writes_nothing_into_a_work_tree_that_is_home(
     if args[0] == "stash":
         listed = git(repo, "show", "--name-only", "--format=", "stash@{0}^3")
         assert listed.split() == ["notes.txt"]
+
+
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_filter_branch_in_a_bare_repository_is_left_to_git(
+    repo: Path, shim: Path, way: str
+) -> None:
+    # t7003: guards asked a bare repository for its status, which git refuses
+    git(repo, "config", "core.bare", "true")
+    env = {"FILTER_BRANCH_SQUELCH_WARNING": "1"}
+    res = run_way(way, ["filter-branch", "main"], repo / ".git", shim, env=env)
+    assert res.returncode == 0, res.stderr
+    assert b"fatal" not in res.stderr
