@@ -720,3 +720,112 @@ def test_recursing_into_a_dirty_submodule_rescues_its_work_first(
         res = run_way(way, args, top, shim)
         assert res.returncode == 0, (way, res.stderr)
         assert _held_in_the_submodule(top), (way, res.stderr)
+
+
+# ---------------------------------------------------------------------------
+# Found by git's own test scripts: global options and variables that only some commands
+# accept must not reach guards' own queries (t1001)
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [["--super-prefix", "fictional/"], ["--super-prefix=fictional/"], []],
+    ids=["option", "option=", "variable"],
+)
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_a_super_prefix_does_not_break_guards_queries(
+    repo: Path, shim: Path, way: str, spelling: list[str]
+) -> None:
+    (repo / "README").write_text("someone's edit\n")
+    env = {} if spelling else {"GIT_INTERNAL_SUPER_PREFIX": "fictional/"}
+    args = [*spelling, "read-tree", "-u", "--reset", "HEAD"]
+    res = run_way(way, args, repo, shim, env=env)
+    assert res.returncode == 0, res.stderr
+    assert (repo / "README").read_text() == "hello\n"
+    assert b"someone's edit\n" in rescued(repo, "README")
+
+
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_a_super_prefix_the_command_does_not_support_is_left_to_git(
+    repo: Path, shim: Path, tmp_path: Path, way: str
+) -> None:
+    (repo / "README").write_text("someone's edit\n")
+    same_as_plain(repo, ["--super-prefix", "x/", "reset", "--hard"], way, shim, tmp_path)
+
+
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_read_tree_into_an_empty_index_file_is_left_to_git(
+    repo: Path, shim: Path, tmp_path: Path, way: str
+) -> None:
+    # t1009: read-tree without -m never reads the index it replaces; git reads no empty one
+    (repo / "new-index").write_bytes(b"")
+    (repo / "README").write_text("someone's edit\n")
+    twin = tmp_path / "plain-twin"
+    shutil.copytree(repo, twin, symlinks=True)
+    env = {"GIT_INDEX_FILE": "new-index"}
+    plain = run_via("plain", ["read-tree", "main"], twin, env=env)
+    guarded = run_way(way, ["read-tree", "main"], repo, shim, env=env)
+    assert (guarded.returncode, guarded.stdout, guarded.stderr) == (0, b"", b"")
+    assert plain.returncode == 0
+    assert rescue_refs(repo) == []
+    assert (repo / "new-index").read_bytes() == (twin / "new-index").read_bytes()
+
+
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_read_tree_keeps_the_staged_work_of_the_index_it_replaces(
+    repo: Path, shim: Path, way: str
+) -> None:
+    (repo / "README").write_text("someone's staged version\n")
+    git(repo, "add", "README")
+    (repo / "README").write_text("hello\n")
+    res = run_way(way, ["read-tree", "HEAD"], repo, shim)
+    assert res.returncode == 0, res.stderr
+    assert b"someone's staged version\n" in rescued(repo, "README")
+
+
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_a_file_an_attribute_now_filters_differently_is_rescued_raw(
+    tmp_path: Path, shim: Path, way: str
+) -> None:
+    # t1051: added under eol=crlf, then ident is set: git finds the file unchanged by its
+    # stat data, yet the filters now in force give another blob than the index's
+    repo = make_repo(tmp_path / "r", {"README": "hello\n"})
+    (repo / "small").write_bytes(b"$Id: foo$\r\n")
+    os.utime(repo / "small", (1, 1))  # older than the index will be: never racy
+    (repo / ".gitattributes").write_text("* eol=crlf\n")
+    git(repo, "add", "small")
+    (repo / ".gitattributes").write_text("* ident\n")
+    res = run_way(way, ["read-tree", "--empty"], repo, shim)
+    assert res.returncode == 0, res.stderr
+    assert b"$Id: foo$\r\n" in rescued(repo, "small")
+
+
+@pytest.mark.parametrize("args", [["stash", "-u"], ["clean", "-fdx"]], ids=" ".join)
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_guards_writes_nothing_into_a_work_tree_that_is_home(
+    tmp_path: Path, shim: Path, way: str, args: list[str]
+) -> None:
+    # t3905: HOME is the work tree (the dotfiles pattern): guards' registry of repositories
+    # must not appear there as untracked work for stash -u to take or clean to delete
+    repo = make_repo(tmp_path / "home", {"README": "hello\n"})
+    (repo / "notes.txt").write_text("someone's notes\n")
+    env = {"HOME": str(repo), "XDG_DATA_HOME": "", "XDG_STATE_HOME": ""}
+    res = run_way(way, args, repo, shim, env=env)
+    assert res.returncode == 0, res.stderr
+    assert not (repo / ".local").exists()
+    assert git(repo, "status", "--porcelain", "--ignored") == ""
+    if args[0] == "stash":
+        listed = git(repo, "show", "--name-only", "--format=", "stash@{0}^3")
+        assert listed.split() == ["notes.txt"]
+
+
+@pytest.mark.parametrize("way", ["guards-run", "shim"])
+def test_filter_branch_in_a_bare_repository_is_left_to_git(
+    repo: Path, shim: Path, way: str
+) -> None:
+    # t7003: guards asked a bare repository for its status, which git refuses
+    git(repo, "config", "core.bare", "true")
+    env = {"FILTER_BRANCH_SQUELCH_WARNING": "1"}
+    res = run_way(way, ["filter-branch", "main"], repo / ".git", shim, env=env)
+    assert res.returncode == 0, res.stderr
+    assert b"fatal" not in res.stderr

@@ -271,7 +271,13 @@ def _environment(
     env: Mapping[str, str] | None, extra_env: Mapping[str, str] | None
 ) -> dict[str, str]:
     source = os.environ if env is None else env
-    run_env = {k: v for k, v in source.items() if not k.startswith("GIT_TRACE")}
+    # A super prefix (``git --super-prefix``, set by git for submodule recursion) makes
+    # every git but a few plumbing commands die: guards' own calls never carry it.
+    run_env = {
+        k: v
+        for k, v in source.items()
+        if not k.startswith("GIT_TRACE") and k != "GIT_INTERNAL_SUPER_PREFIX"
+    }
     run_env.update(_NO_TRACE)
     if extra_env:
         run_env.update(extra_env)

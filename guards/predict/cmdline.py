@@ -178,8 +178,33 @@ class GitCommand(Value):
 
 
 def query_options(global_options: Sequence[str]) -> list[str]:
-    """The global options minus the pager ones (queries never page)."""
-    return [o for o in global_options if o not in ("-p", "--paginate", "-P", "--no-pager")]
+    """The global options minus the pager ones (queries never page) and ``--super-prefix``
+    (only a few plumbing commands accept it: any other git dies on it)."""
+    kept: list[str] = []
+    i = 0
+    while i < len(global_options):
+        o = global_options[i]
+        if o == "--super-prefix":
+            i += 2
+            continue
+        if o not in ("-p", "--paginate", "-P", "--no-pager") and not o.startswith(
+            "--super-prefix="
+        ):
+            kept.append(o)
+        i += 1
+    return kept
+
+
+#: The only commands git 2.39 runs with a super prefix (git.c ``SUPPORT_SUPER_PREFIX``):
+#: any other dies "X doesn't support --super-prefix" before it touches anything.
+_SUPER_PREFIX_COMMANDS = {"read-tree", "checkout--worker", "submodule--helper", "fsmonitor--daemon"}
+_SUPER_PREFIX_ENV = "GIT_INTERNAL_SUPER_PREFIX"
+
+
+def _has_super_prefix(global_options: Sequence[str], env: Mapping[str, str]) -> bool:
+    return _SUPER_PREFIX_ENV in env or any(
+        o == "--super-prefix" or o.startswith("--super-prefix=") for o in global_options
+    )
 
 
 def parse_bool(value: str) -> bool | None:
@@ -561,6 +586,8 @@ def parse(argv: Sequence[str], env: Mapping[str, str], cwd: str) -> GitCommand:
         if j >= len(words):
             raise UsageError(f"empty alias for {seen[-1]}")
         name, rest = words[j], [*words[j + 1 :], *rest]
+    if _has_super_prefix(global_options, env) and (seen or name not in _SUPER_PREFIX_COMMANDS):
+        raise UsageError(f"git: {name} doesn't support --super-prefix")
     config = _read_config(global_options, env, cwd) if name in _CONFIG_FOR else {}
     return GitCommand(
         argv=argv,
@@ -695,11 +722,44 @@ def opaque_reason(cmd: GitCommand) -> str | None:
             return "a submodule's update setting is a shell command"
     elif sub == "filter-branch":
         return "filter-branch runs shell commands and rewrites the work tree"
-    elif sub == "read-tree" and not any(
-        a in ("-n", "--dry-run") or a.startswith("--index-output") for a in args
+    elif (
+        sub == "read-tree"
+        and not any(a in ("-n", "--dry-run") or a.startswith("--index-output") for a in args)
+        and not read_tree_index_only(args)
     ):
         return "read-tree rewrites the index (and with -u the work tree)"
     return None
+
+
+#: read-tree's options that neither merge, nor reset, nor touch the work tree.
+_READ_TREE_PLAIN = (
+    "--empty",
+    "--trivial",
+    "--aggressive",
+    "--dry-run",
+    "--quiet",
+    "--verbose",
+    "--no-sparse-checkout",
+    "--recurse-submodules",
+    "--no-recurse-submodules",
+)
+
+
+def read_tree_index_only(args: Sequence[str]) -> bool:
+    """``read-tree TREE...`` without -m, --reset, --prefix or -u: git replaces the index
+    without reading it and leaves the work tree alone. Any option guards does not know
+    (or a bundle holding another letter than n, v, q) counts as merging."""
+    for a in args:
+        if a == "--":
+            break
+        if a.startswith("--"):
+            if a not in _READ_TREE_PLAIN and not a.startswith(
+                ("--index-output=", "--exclude-per-directory=")
+            ):
+                return False
+        elif a.startswith("-") and len(a) > 1 and set(a[1:]) - set("nvq"):
+            return False
+    return True
 
 
 def _update_command(cmd: GitCommand) -> bool:
@@ -770,7 +830,9 @@ def could_destroy(cmd: GitCommand) -> bool:
         return deletes or o.has("stdin") or any(":" in r for r in refspecs)
     if sub == "reflog":
         return args[:1] in (["expire"], ["delete"])
-    if sub in ("bisect", "filter-branch", "read-tree"):
+    if sub == "read-tree":  # the index alone is replaced: see the read-tree handler
+        return not any(a in ("-n", "--dry-run") or a.startswith("--index-output") for a in args)
+    if sub in ("bisect", "filter-branch"):
         return False  # the forms that could destroy are opaque (above)
     if sub == "checkout-index":
         o = parse_options("checkout-index", args)

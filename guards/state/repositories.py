@@ -117,6 +117,11 @@ def remember(repo: Repo) -> None:
     if git_dir in _known_here:
         return
     try:
+        if _inside_work_tree(repo):
+            # Never write into the work tree guarded (HOME is the work tree: the dotfiles
+            # pattern, git's own test scripts): the file would be untracked work that
+            # stash -u takes and clean deletes (t3905).
+            return
         if _listed_verbatim(git_dir):
             _known_here.add(git_dir)
             return
@@ -127,6 +132,17 @@ def remember(repo: Repo) -> None:
         _known_here.add(git_dir)
     except Exception:  # a registry we cannot write must not fail a record or a rescue
         return
+
+
+def _inside_work_tree(repo: Repo) -> bool:
+    from guards.git.repo import NoWorkTreeError
+
+    try:
+        top = os.path.realpath(repo.worktree)
+    except NoWorkTreeError:
+        return False  # a bare repository
+    here = os.path.realpath(data_dir())
+    return here == top or here.startswith(top.rstrip(os.sep) + os.sep)
 
 
 def _append(git_dir: str) -> None:

@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Runs git's own test scripts with the guards shim first on PATH (GUARDS_QUIET=1 unless
 # GUARDS_SUITE_LOUD=1), against the installed git, and prints each script's summary.
+# GUARDS_SUITE_PLAIN=1 runs them against plain git instead (the baseline: a test that fails
+# there is not guards' doing). GUARDS_SUITE_JOBS=N runs N scripts at a time (default 1).
+# Outputs: WORKDIR/out-MODE/SCRIPT.out (MODE: plain, shim-quiet, shim-loud).
+# The shim runs the guards of the checkout holding this script (PYTHONPATH), whatever
+# guards the interpreter has installed.
 # Not part of CI: it fetches the git source package of the installed version through apt
 # (deb-src entries are derived from the machine's own apt sources) and builds git's test
 # helpers and templates (~2 minutes on 2 cores). Debian/Ubuntu only; needs root for apt.
@@ -11,6 +16,9 @@
 # script of that family); "all" means t1 t2 t3 t7. Without one, the scripts of the
 # commands guards intercepts.
 set -euo pipefail
+# The shim must run this checkout's guards, not whichever one the interpreter has installed.
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
 work=${1:-/tmp/guards-git-suite}
 shift || true
 wanted=("$@")
@@ -75,18 +83,48 @@ for w in "${wanted[@]}"; do
   done
 done
 
-shim="$work/shim"
-python3 -m guards install --no-aliases --shim "$shim" >/dev/null
-cd "$src/t"
-for s in "${scripts[@]}"; do
-  [ -f "$s.sh" ] || { echo "$s: not in this git version"; continue; }
-  out="$work/$s.out"
+if [ "${GUARDS_SUITE_PLAIN:-}" = 1 ]; then
+  mode=plain
+  installed=$(dirname "$(command -v git)")
+  [ -e "$installed/.guards-shim" ] && { echo "git on PATH is a guards shim: put the real git first" >&2; exit 2; }
+  quiet=()
+else
+  mode=shim-quiet
   quiet=(GUARDS_QUIET=1)
-  [ "${GUARDS_SUITE_LOUD:-}" = 1 ] && quiet=()
-  if env "${quiet[@]}" GIT_TEST_INSTALLED="$shim" sh "./$s.sh" --root="$work/trash" >"$out" 2>&1; then
+  [ "${GUARDS_SUITE_LOUD:-}" = 1 ] && { mode=shim-loud; quiet=(-u GUARDS_QUIET); }
+fi
+# Each mode has its own outputs, shim and trash directories: runs may overlap
+# (GUARDS_SUITE_OUT names another directory, e.g. to compare two versions of guards).
+outdir=${GUARDS_SUITE_OUT:-$work/out-$mode}
+mkdir -p "$outdir"
+if [ "$mode" != plain ]; then
+  installed="$outdir/shim"
+  python3 -m guards install --no-aliases --shim "$installed" >/dev/null
+fi
+
+run_one() {
+  s=$1
+  [ -f "$s.sh" ] || { echo "$s: not in this git version"; return 0; }
+  out="$outdir/$s.out"
+  if env "${quiet[@]}" GIT_TEST_INSTALLED="$installed" sh "./$s.sh" --root="$outdir/trash" \
+      >"$out" 2>&1 </dev/null; then
     rc=0
   else
     rc=$?
   fi
   echo "$s rc=$rc $(grep -E '^# (passed all|failed|still have)' "$out" | tr '\n' ' ')"
-done
+}
+
+cd "$src/t"
+jobs=${GUARDS_SUITE_JOBS:-1}
+if [ "$jobs" -le 1 ]; then
+  for s in "${scripts[@]}"; do run_one "$s"; done
+else
+  # One summary line per script, in the order they finish (sort the output to compare runs).
+  export outdir installed
+  export -f run_one
+  quiet_spec="${quiet[*]}"
+  export quiet_spec
+  printf '%s\n' "${scripts[@]}" |
+    xargs -P "$jobs" -n 1 bash -c 'read -r -a quiet <<<"$quiet_spec"; run_one "$1"' run_one
+fi

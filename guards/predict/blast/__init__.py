@@ -149,7 +149,8 @@ def _radius(cmd: GitCommand) -> BlastRadius:
             # Everything the command could reach: the dirty work of its work tree
             # (outside any repository, nothing of git's is there to lose).
             ctx = context(cmd)
-            if ctx is None or _refuses_local_changes(ctx):
+            if ctx is None or ctx.toplevel is None or _refuses_local_changes(ctx):
+                # (a bare repository has no work tree to lose: t7003)
                 return BlastRadius(worktree=None, losses=[])
             return everything(ctx.toplevel)
         sub = cmd.subcommand

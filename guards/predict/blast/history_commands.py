@@ -466,6 +466,22 @@ def _tracked_dirs(ctx: Context) -> set[str]:
     return dirs
 
 
+def _read_tree(ctx: Context, args: list[str]) -> BlastRadius:
+    """``read-tree TREE`` without -m, --reset, --prefix or -u (the other forms are opaque):
+    the index is replaced without being read, so the staged work it holds is at risk.
+    An empty index file holds none (git reads no such file: t1009), and neither does a
+    dry run."""
+    if any(a in ("-n", "--dry-run") or a.startswith("--index-output") for a in args):
+        return BlastRadius(worktree=ctx.toplevel, losses=[])
+    res = ctx.run(["rev-parse", "--path-format=absolute", "--git-path", "index"], at_prefix=True)
+    index = os.fsdecode(git.strip_newline(res.stdout))
+    try:
+        empty = os.stat(index).st_size == 0
+    except FileNotFoundError:
+        empty = True
+    return BlastRadius(worktree=ctx.toplevel, losses=[]) if empty else everything(ctx.toplevel)
+
+
 #: ``worktree`` acts on another work tree than the command's: see :func:`worktree_remove`.
 HANDLERS: dict[str, Callable[[Context, list[str]], BlastRadius]] = {
     "branch": _branch,
@@ -481,5 +497,5 @@ HANDLERS: dict[str, Callable[[Context, list[str]], BlastRadius]] = {
     # Their destructive forms are opaque (cmdline.opaque_reason); the others destroy nothing.
     "bisect": lambda ctx, args: BlastRadius(worktree=ctx.toplevel, losses=[]),
     "filter-branch": lambda ctx, args: BlastRadius(worktree=ctx.toplevel, losses=[]),
-    "read-tree": lambda ctx, args: BlastRadius(worktree=ctx.toplevel, losses=[]),
+    "read-tree": _read_tree,
 }
