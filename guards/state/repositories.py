@@ -117,16 +117,16 @@ def remember(repo: Repo) -> None:
     if git_dir in _known_here:
         return
     try:
-        if _inside_work_tree(repo):
-            # Never write into the work tree guarded (HOME is the work tree: the dotfiles
-            # pattern, git's own test scripts): the file would be untracked work that
-            # stash -u takes and clean deletes (t3905).
-            return
         if _listed_verbatim(git_dir):
             _known_here.add(git_dir)
             return
         if any(k.git_dir == git_dir for k in known()):
             _known_here.add(git_dir)
+            return
+        if _inside_work_tree(repo):
+            # Never write into the work tree guarded (HOME is the work tree: the dotfiles
+            # pattern, git's own test scripts): the file would be untracked work that
+            # stash -u takes and clean deletes (t3905).
             return
         _append(git_dir)
         _known_here.add(git_dir)
@@ -135,12 +135,10 @@ def remember(repo: Repo) -> None:
 
 
 def _inside_work_tree(repo: Repo) -> bool:
-    from guards.git.repo import NoWorkTreeError
-
-    try:
-        top = os.path.realpath(repo.worktree)
-    except NoWorkTreeError:
+    """Whether the registry lies in ``repo``'s work tree (text paths: no imports)."""
+    if repo.toplevel_text is None:
         return False  # a bare repository
+    top = os.path.realpath(repo.toplevel_text)
     here = os.path.realpath(data_dir())
     return here == top or here.startswith(top.rstrip(os.sep) + os.sep)
 
