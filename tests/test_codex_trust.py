@@ -250,3 +250,24 @@ def test_edit_replaces_a_key_in_place_and_adds_to_an_existing_table() -> None:
         'allow_login_shell = false\n[hooks.state."k"]\n# why\ntrusted_hash = "new"\n'
         'enabled = true\n[other]\ny = "2"\nx = 1\n'
     )
+
+
+def test_trust_never_covers_an_entry_that_only_looks_like_ours(
+    repo: Path, hermetic_seal: Path
+) -> None:
+    """A project's hooks.json comes with the repository: a look-alike of our hook (here
+    async, so it would not block a command) beside ours is left for the user to judge."""
+    assert run_guards("install", "--codex", "--no-aliases", cwd=repo).returncode == 0
+    path = repo / ".codex/hooks.json"
+    doc = json.loads(path.read_text())
+    look_alike = {**harness_settings.installed_hook("codex", "PreToolUse"), "async": True}
+    doc["hooks"]["PreToolUse"].append({"matcher": "Bash", "hooks": [look_alike]})
+    path.write_text(json.dumps(doc))
+    res = run_guards("install", "--codex", "--trust", "--no-aliases", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    keys = set(trusted(hermetic_seal))
+    assert f"{path}:pre_tool_use:0:0" in keys and len(keys) == 6
+    assert f"{path}:pre_tool_use:1:0" not in keys
+    doctor = run_guards("doctor", "--json", cwd=repo)
+    checks = {f["check"]: f for f in json.loads(doctor.stdout)["findings"]}
+    assert "1 of guards' 7 hooks" in checks["codex-hooks-untrusted"]["message"]

@@ -89,10 +89,24 @@ def key_source(hooks_path: Path) -> str:
     return str(hooks_path)
 
 
-def our_hooks(doc: dict[str, Any], hooks_path: Path) -> list[OurHook]:
+def our_hooks(doc: dict[str, Any], hooks_path: Path, *, exact: bool = False) -> list[OurHook]:
     """Our hooks in ``doc`` (the hooks.json read from ``hooks_path``), keyed and hashed
-    as Codex does: by their event, group and handler positions."""
+    as Codex does: by their event, group and handler positions. ``exact``: only those
+    exactly as install writes them (a project's hooks.json comes with the repository:
+    an entry that merely looks like ours, another command or ``async``, is never
+    trusted on our say-so)."""
     from guards.integrations.harness_settings import is_ours
+
+    if exact:
+        from guards.integrations.harness_settings import installed_hook
+
+        def fits(event: str, handler: object) -> bool:
+            return handler == installed_hook("codex", event)
+
+    else:
+
+        def fits(event: str, handler: object) -> bool:
+            return is_ours(handler)
 
     source = key_source(hooks_path)
     hooks = doc.get("hooks")
@@ -102,7 +116,7 @@ def our_hooks(doc: dict[str, Any], hooks_path: Path) -> list[OurHook]:
             entries = group.get("hooks") if isinstance(group, dict) else None
             matcher = group.get("matcher") if isinstance(group, dict) else None
             for h, handler in enumerate(entries if isinstance(entries, list) else []):
-                if is_ours(handler):
+                if fits(event, handler):
                     found.append(
                         OurHook(
                             f"{source}:{event_label(event)}:{g}:{h}",
@@ -185,9 +199,10 @@ def assess(
     config: dict[str, Any],
     *,
     shim: bool = False,
+    exact: bool = False,
 ) -> Trust:
-    """``shim``: a git shim is being installed too."""
-    hooks = our_hooks(doc, hooks_path)
+    """``shim``: a git shim is being installed too; ``exact``: see :func:`our_hooks`."""
+    hooks = our_hooks(doc, hooks_path, exact=exact)
     states = _table(config, "hooks", "state")
     untrusted, changed, disabled = [], [], []
     for hook in hooks:
@@ -317,7 +332,7 @@ def plan_trust(
     project, and keep the shim on PATH in Codex's shell; nothing of the user's."""
     path = config_path()
     _text, config = read_config(path)
-    trust = assess(doc, hooks_path, project, config, shim=shim)
+    trust = assess(doc, hooks_path, project, config, shim=shim, exact=True)
     if not trust_changes(trust):
         return []
 
@@ -326,7 +341,8 @@ def plan_trust(
 
         # again: the hooks were just written, the config may have changed since the plan
         text, config = read_config(path)
-        now = assess(read_settings(hooks_path), hooks_path, project, config, shim=shim)
+        doc = read_settings(hooks_path)
+        now = assess(doc, hooks_path, project, config, shim=shim, exact=True)
         write_config(path, text, config, trust_changes(now))
 
     return [Step(describe(trust, path), apply)]
