@@ -271,3 +271,27 @@ def test_trust_never_covers_an_entry_that_only_looks_like_ours(
     doctor = run_guards("doctor", "--json", cwd=repo)
     checks = {f["check"]: f for f in json.loads(doctor.stdout)["findings"]}
     assert "1 of guards' 7 hooks" in checks["codex-hooks-untrusted"]["message"]
+
+
+def test_uninstall_takes_our_trust_out_and_leaves_the_users(
+    repo: Path, hermetic_seal: Path
+) -> None:
+    config(hermetic_seal).parent.mkdir()
+    config(hermetic_seal).write_text(USERS_CONFIG)
+    assert run_guards("install", "--codex", "--trust", "--no-aliases", cwd=repo).returncode == 0
+    path = repo / ".codex/hooks.json"
+    theirs = f"{path}:stop:0:0"
+    text = config(hermetic_seal).read_text()
+    text = text.replace(
+        f"[hooks.state.{json.dumps(theirs)}]\n", f"[hooks.state.{json.dumps(theirs)}]\n# mine\n"
+    )
+    mine = ours(repo)[theirs]
+    config(hermetic_seal).write_text(text.replace(mine, "sha256:reviewed-by-me"))
+    res = run_guards("uninstall", "--codex", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    assert "remove Codex's trust in guards' 5 hooks" in res.stdout
+    after = config(hermetic_seal).read_text()
+    assert after.startswith(USERS_CONFIG)
+    assert trusted(hermetic_seal) == {theirs: "sha256:reviewed-by-me"}  # changed: theirs
+    assert tomllib.loads(after)["projects"][str(repo)] == {"trust_level": "trusted"}
+    assert after.count("[hooks.state.") == 1

@@ -460,3 +460,99 @@ def _string(s: str) -> str:
         else:
             out.append(ch)
     return '"' + "".join(out) + '"'
+
+
+# -- uninstall: our trust goes with our hooks ---------------------------------------------
+
+
+def plan_untrust(hooks_path: Path) -> list[Step]:
+    """Take out the ``trusted_hash`` entries that trust our hooks of ``hooks_path`` (read
+    now, before uninstall removes them); an entry the user changed since is theirs. The
+    project's trust_level and allow_login_shell stay: the user may rely on them for more
+    than guards (uninstall says so)."""
+    from guards.integrations.harness_settings import read_settings
+
+    if not hooks_path.is_file():
+        return []
+    path = config_path()
+    _text, config = read_config(path)
+    states = _table(config, "hooks", "state")
+    ours = {
+        h.key: h.hash
+        for h in our_hooks(read_settings(hooks_path), hooks_path)
+        if _table(states, h.key).get("trusted_hash") == h.hash
+    }
+    if not ours:
+        return []
+
+    def apply() -> None:
+        text, config = read_config(path)
+        states = _table(config, "hooks", "state")
+        keys = [k for k, v in ours.items() if _table(states, k).get("trusted_hash") == v]
+        if keys:
+            drop_trust(path, text, config, keys)
+
+    return [
+        Step(
+            f"remove Codex's trust in guards' {len(ours)} hooks from {path} (the project's "
+            "trust_level and allow_login_shell stay)",
+            apply,
+        )
+    ]
+
+
+def drop_trust(path: Path, text: str, config: dict[str, Any], keys: list[str]) -> None:
+    lines = text.splitlines(keepends=True)
+    for key in keys:
+        _unset(lines, ("hooks", "state", key), "trusted_hash")
+    new_text = "".join(lines)
+    expected = copy.deepcopy(config)
+    for key in keys:
+        state = expected["hooks"]["state"][key]
+        del state["trusted_hash"]
+    try:
+        ok = _pruned(_tomllib().loads(new_text)) == _pruned(expected)
+    except _tomllib().TOMLDecodeError:
+        ok = False
+    if not ok:
+        raise UsageError(
+            f"cannot take guards' Codex trust out of {path} without rewriting what is there; "
+            f"remove trusted_hash from its [hooks.state] tables of {listing_keys(keys)} yourself"
+        )
+    atomic_write(Path(os.path.realpath(path)), new_text.encode("utf-8"), mode=KEEP_MODE)
+
+
+def listing_keys(keys: list[str]) -> str:
+    return ", ".join(_string(k) for k in keys)
+
+
+def _unset(lines: list[str], table: tuple[str, ...], key: str) -> None:
+    """Remove ``key`` from ``table``, and the table's header when nothing else is left
+    in it (comments and blank lines are not left behind without their table)."""
+    headers = [i for i, line in enumerate(lines) if _header_path(line)]
+    starts = [i for i in headers if _header_path(lines[i]) == table]
+    if not starts:
+        return
+    start = starts[0]
+    end = next((i for i in headers if i > start), len(lines))
+    pattern = re.compile(rf"\s*{re.escape(_key(key))}\s*=")
+    body = [i for i in range(start + 1, end) if pattern.match(lines[i])]
+    if not body:
+        return
+    rest = [
+        line
+        for i, line in enumerate(lines[start + 1 : end], start + 1)
+        if i not in body and line.strip() and not line.strip().startswith("#")
+    ]
+    if rest:
+        del lines[body[0]]
+    else:
+        del lines[start:end]
+
+
+def _pruned(value: Any) -> Any:
+    """``value`` without empty tables (a table we emptied may vanish or stay)."""
+    if isinstance(value, dict):
+        kept = {k: _pruned(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v != {}}
+    return value
