@@ -295,3 +295,18 @@ def test_uninstall_takes_our_trust_out_and_leaves_the_users(
     assert trusted(hermetic_seal) == {theirs: "sha256:reviewed-by-me"}  # changed: theirs
     assert tomllib.loads(after)["projects"][str(repo)] == {"trust_level": "trusted"}
     assert after.count("[hooks.state.") == 1
+
+
+def test_install_without_trust_over_an_unparsable_config_says_it_cannot_tell(
+    repo: Path, hermetic_seal: Path
+) -> None:
+    config(hermetic_seal).parent.mkdir()
+    config(hermetic_seal).write_text("model = \n")
+    res = run_guards("install", "--codex", "--no-aliases", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    assert "cannot tell whether Codex trusts guards' hooks" in res.stderr
+    assert "is not valid TOML" in res.stderr
+    assert config(hermetic_seal).read_text() == "model = \n"
+    doctor = run_guards("doctor", "--json", cwd=repo)
+    checks = {f["check"]: f for f in json.loads(doctor.stdout)["findings"]}
+    assert doctor.returncode == 1 and checks["codex-config"]["level"] == "problem"

@@ -144,7 +144,11 @@ def _report_codex_trust(args: argparse.Namespace) -> None:
     from guards.output import warn
 
     hooks_path, project = _codex_hooks(args, repo_or_none())
-    _text, config = codex_trust.read_config(codex_trust.config_path())
+    try:
+        _text, config = codex_trust.read_config(codex_trust.config_path())
+    except UsageError as e:
+        warn(f"cannot tell whether Codex trusts guards' hooks: {e}")
+        return
     doc = harness_settings.read_settings(hooks_path)
     trust = codex_trust.assess(doc, hooks_path, project, config, shim=args.shim is not None)
     fix = "guards install --codex" + (" --user" if project is None else "") + " --trust"
