@@ -34,10 +34,14 @@ _SEAL = {
 
 
 #: Also gone: an agent harness's session variables (guards reads its caller from them
-#: when the suite itself runs in an agent's shell).
+#: when the suite itself runs in an agent's shell) and the harnesses' homes (an install
+#: with --trust must never reach the caller's own Codex config).
 _UNSEALED = {
     "NO_COLOR",
     "XDG_CONFIG_DIRS",
+    "CODEX_HOME",
+    "GEMINI_CLI_HOME",
+    "GEMINI_CLI_TRUSTED_FOLDERS_PATH",
     *(name for _harness, name in HARNESS_SESSION_ENV),
 }
 

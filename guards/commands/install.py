@@ -17,6 +17,10 @@ from guards.integrations.plan import (
     repo_or_none,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from guards.git.repo import Repo
+
 HELP = "set up the safe-* git aliases, the git shim and native hooks (--dry-run shows the plan)"
 
 
@@ -46,6 +50,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="with --claude in a project: the team's .claude/settings.json (committed) "
         "instead of your personal .claude/settings.local.json",
     )
+    parser.add_argument(
+        "--trust",
+        action="store_true",
+        help="with --codex: trust guards' own Codex hooks (and, in a project, the project) "
+        "in $CODEX_HOME/config.toml, and with a git shim set allow_login_shell = false; "
+        "nothing else of the file changes",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
 
 
@@ -70,7 +81,33 @@ def plan(args: argparse.Namespace) -> list[Step]:
     steps += harness_steps(
         harnesses(args), args.harness_scope, repo, install=True, shared=args.shared
     )
+    if args.trust:
+        if "codex" not in harnesses(args):
+            raise UsageError("--trust goes with --codex (Codex's trust in guards' hooks)")
+        steps += _codex_trust_steps(args, repo)
     return steps
+
+
+def _codex_hooks(args: argparse.Namespace, repo: Repo | None) -> tuple[Path, Path | None]:
+    """Codex's hooks.json that install writes, and the project Codex must trust for it
+    (None: the user's hooks, read in every project)."""
+    from guards.integrations.codex_trust import trust_root
+    from guards.integrations.harness_settings import settings_path
+
+    scope = args.harness_scope or ("project" if repo is not None else "user")
+    if scope == "user" or repo is None or repo.toplevel is None:
+        return settings_path("codex", "user", None), None
+    toplevel = Path(repo.toplevel)
+    return settings_path("codex", "project", toplevel), trust_root(toplevel, repo.common_dir)
+
+
+def _codex_trust_steps(args: argparse.Namespace, repo: Repo | None) -> list[Step]:
+    from guards.integrations import codex_trust, harness_settings
+
+    hooks_path, project = _codex_hooks(args, repo)
+    doc = harness_settings.read_settings(hooks_path)
+    harness_settings.merge(doc, "codex", harness_settings.hook_command("codex"))
+    return codex_trust.plan_trust(hooks_path, project, doc, shim=args.shim is not None)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,6 +117,8 @@ def run(args: argparse.Namespace) -> int:
         _report_personal_settings(args)
     if "gemini" in harnesses(args):
         _report_gemini_trust()
+    if "codex" in harnesses(args) and not args.dry_run and not args.trust:
+        _report_codex_trust(args)
     if args.shim is not None and not args.dry_run:
         print(f'put the shim first on PATH: export PATH="{Path(args.shim).absolute()}:$PATH"')
     return ExitCode.OK
@@ -96,6 +135,25 @@ def _report_gemini_trust() -> None:
     problem = gemini_trust_problem(Path(repo.toplevel))
     if problem is not None:
         warn(problem)
+
+
+def _report_codex_trust(args: argparse.Namespace) -> None:
+    """Codex skips untrusted hooks without a word: never leave them silently inert. Says
+    the one step still needed (trust lost by a reinstall included)."""
+    from guards.integrations import codex_trust, harness_settings
+    from guards.output import warn
+
+    hooks_path, project = _codex_hooks(args, repo_or_none())
+    try:
+        _text, config = codex_trust.read_config(codex_trust.config_path())
+    except UsageError as e:
+        warn(f"cannot tell whether Codex trusts guards' hooks: {e}")
+        return
+    doc = harness_settings.read_settings(hooks_path)
+    trust = codex_trust.assess(doc, hooks_path, project, config, shim=args.shim is not None)
+    fix = "guards install --codex" + (" --user" if project is None else "") + " --trust"
+    for _check, problem, step in codex_trust.problems(trust, hooks_path, fix):
+        warn(f"{problem}; {step}")
 
 
 def _report_personal_settings(args: argparse.Namespace) -> None:

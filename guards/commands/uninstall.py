@@ -17,6 +17,7 @@ from guards.integrations.plan import (
     harnesses,
     hook_steps,
     repo_or_none,
+    uninstall_steps,
 )
 
 HELP = "remove exactly what `guards install` set up (--dry-run shows the plan)"
@@ -75,5 +76,5 @@ def _project_harness_hooks(repo: Repo) -> list[Step]:
                 harness, "project", Path(repo.toplevel), shared=shared
             )
             if path.exists() and (shared or harness == "claude"):
-                steps += harness_settings.plan_uninstall(harness, path)
+                steps += uninstall_steps(harness, path)
     return steps

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from guards.doctor.findings import Context, Finding, Level, listing, plural
 from guards.integrations.installation import artifact_runner, read_manifest, user_manifest_path
@@ -134,7 +135,39 @@ def _harness_findings(ctx: Context) -> list[Finding]:
             )
             if f:
                 findings.append(f)
+            if harness == "codex":
+                findings += _codex_trust_findings(ctx, doc, path, project, fix)
     return findings
+
+
+def _codex_trust_findings(
+    ctx: Context, doc: dict[str, Any], path: Path, project: Path | None, fix: str
+) -> list[Finding]:
+    """Codex skips hooks it does not trust, in a project it does not trust, without a
+    word: each is an error with its fix, never "ok"."""
+    from guards.errors import UsageError
+    from guards.integrations import codex_trust
+
+    config = codex_trust.config_path()
+    try:
+        _text, settings = codex_trust.read_config(config)
+    except UsageError as e:
+        return [Finding(Level.PROBLEM, "setup", "codex-config", str(e), f"fix {config}")]
+    root = None
+    if project is not None and ctx.repo is not None and path.is_relative_to(project):
+        root = codex_trust.trust_root(project, ctx.repo.common_dir)
+    trust = codex_trust.assess(doc, path, root, settings)
+    return [
+        Finding(
+            Level.WARN if check == "codex-hooks-disabled" else Level.PROBLEM,
+            "setup",
+            check,
+            message,
+            step,
+            {"hooks": str(path), "config": str(config)},
+        )
+        for check, message, step in codex_trust.problems(trust, path, f"{fix} --trust")
+    ]
 
 
 def _framework_config(toplevel: Path) -> str | None:

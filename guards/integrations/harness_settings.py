@@ -165,11 +165,16 @@ def merge(doc: dict[str, Any], harness: str, command: str) -> list[str]:
                 kept.append({**g, "hooks": rest})
         groups[:] = kept
         group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
-        timeout = EVENT_TIMEOUTS.get((harness, event), TIMEOUT) * TIMEOUT_UNIT.get(harness, 1)
-        group["hooks"] = [{"type": "command", "command": command, "timeout": timeout}]
+        group["hooks"] = [installed_hook(harness, event, command)]
         groups.append(group)
         added.append(event)
     return added
+
+
+def installed_hook(harness: str, event: str, command: str | None = None) -> dict[str, Any]:
+    """Our hook entry for ``event``, exactly as install writes it."""
+    timeout = EVENT_TIMEOUTS.get((harness, event), TIMEOUT) * TIMEOUT_UNIT.get(harness, 1)
+    return {"type": "command", "command": command or hook_command(harness), "timeout": timeout}
 
 
 def remove(doc: dict[str, Any]) -> list[str]:

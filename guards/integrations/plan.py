@@ -43,8 +43,16 @@ def harness_steps(
             for flag in (False, True)
         }
         for path in sorted(paths):
-            steps += harness_settings.plan_uninstall(harness, path)
+            steps += uninstall_steps(harness, path)
     return steps
+
+
+def uninstall_steps(harness: str, path: Path) -> list[Step]:
+    """Our hooks out of ``path``; for Codex, its trust in them too."""
+    from guards.integrations import codex_trust, harness_settings
+
+    steps = codex_trust.plan_untrust(path) if harness == "codex" else []
+    return steps + harness_settings.plan_uninstall(harness, path)
 
 
 def harnesses(args: object) -> list[str]:

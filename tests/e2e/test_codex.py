@@ -2,8 +2,11 @@
 --codex`, driven headless (`codex exec --json`) against the scripted fake model.
 
 Codex runs project hooks only in a trusted project and only hooks the user trusted
-(README, "Agent harnesses"): the set-up trusts the project, and trusts our hooks with the hashes
-`codex app-server` reports, as a user reviewing them would."""
+(README, "Agent harnesses"): the set-up writes only the fake model's provider to
+config.toml and then runs the documented `guards install --codex --trust` (with
+`--shim DIR` where a scenario has the shim), which trusts our hooks and the project; no
+trust is written by hand. A hooks/list of `codex app-server` checks our hashes are
+Codex's own."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from guards.commands.agent_hook import session_for
+from guards.integrations import codex_trust
 from tests.e2e.clis import Cli, Run, cli_env, codex_hook_hashes, run_codex
 from tests.e2e.model_server import ModelServer, Step, say, shell
 from tests.e2e.model_server import edit as edit_file
@@ -35,7 +39,7 @@ from tests.e2e.scenario import (
     show,
     write_work,
 )
-from tests.helpers import run_guards
+from tests.helpers import git, run_guards
 
 Model = Callable[..., ModelServer]
 #: A model slug codex knows (an unknown one is offered no apply_patch tool).
@@ -52,27 +56,23 @@ def codex_home(hermetic_seal: Path) -> Path:
 
 
 def configure(
-    codex: Cli, repo: Path, server: ModelServer, home: Path, *, login_shell: bool = True
+    codex: Cli, repo: Path, server: ModelServer, home: Path, *, shim: Path | None = None
 ) -> dict[str, str]:
-    """config.toml for the fake model, the trusted project and our trusted hooks."""
-    assert codex.path is not None
+    """config.toml for the fake model; then trust as the README says: `guards install
+    --codex --trust` (and `--shim DIR`)."""
     home.mkdir(parents=True, exist_ok=True)
-    top = "" if login_shell else "allow_login_shell = false\n"
-    config = (
-        f'{top}model = "{MODEL}"\nmodel_provider = "fake"\n'
+    (home / "config.toml").write_text(
+        f'model = "{MODEL}"\nmodel_provider = "fake"\n'
         f'[model_providers.fake]\nname = "fake"\nbase_url = "{server.url}/v1"\n'
         'wire_api = "responses"\nenv_key = "FAKE_MODEL_KEY"\n'
-        f'[projects.{json.dumps(str(repo))}]\ntrust_level = "trusted"\n'
     )
-    (home / "config.toml").write_text(config)
-    env = cli_env({"CODEX_HOME": str(home), "FAKE_MODEL_KEY": "x"})
-    ours = [h for h in codex_hook_hashes(codex.path, repo, env) if "agent_hook" in h["command"]]
-    assert ours, "codex does not see guards' hooks"
-    for hook in ours:
-        config += f"[hooks.state.{json.dumps(hook['key'])}]\n"
-        config += f"trusted_hash = {json.dumps(hook['currentHash'])}\n"
-    (home / "config.toml").write_text(config)
-    return env
+    install = ["install", "--codex", "--trust", "--no-aliases"]
+    if shim is not None:
+        install += ["--shim", str(shim)]
+    res = run_guards(*install, cwd=repo, env={"CODEX_HOME": str(home)})
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == "", res.stderr  # nothing left untrusted, nothing to warn of
+    return cli_env({"CODEX_HOME": str(home), "FAKE_MODEL_KEY": "x"})
 
 
 def codex_run(
@@ -83,14 +83,13 @@ def codex_run(
     prompts: list[str] | None = None,
     *,
     env: dict[str, str] | None = None,
-    path_first: list[Path] | None = None,
-    login_shell: bool = True,
+    shim: Path | None = None,
 ) -> Run:
     assert codex.path is not None
-    full_env = configure(codex, repo, server, home, login_shell=login_shell)
+    full_env = configure(codex, repo, server, home, shim=shim)
     full_env.update(env or {})
-    if path_first:
-        full_env["PATH"] = ":".join([*map(str, path_first), full_env["PATH"]])
+    if shim is not None:
+        full_env["PATH"] = ":".join([str(shim), full_env["PATH"]])
     run = run_codex(codex.path, repo, prompts or ["go"], full_env)
     assert run.returncode == 0, f"codex exited {run.returncode}: {run.stderr[-2000:]}"
     return run
@@ -222,14 +221,73 @@ def test_hook_and_shim_rescue_the_same_work_once(
     codex: Cli, model: Model, repo: Path, tmp_path: Path, hermetic_seal: Path
 ) -> None:
     shim = tmp_path / "shim"
-    res = run_guards("install", "--shim", str(shim), "--no-aliases", cwd=repo)
-    assert res.returncode == 0, res.stderr
     write_work(repo, ALICE_WORK)
     server = model([[shell("command -v git; git reset --hard")], say("done")])
-    codex_run(codex, repo, server, codex_home(hermetic_seal), path_first=[shim], login_shell=False)
+    codex_run(codex, repo, server, codex_home(hermetic_seal), shim=shim)
     news = server.at_step(1).news()
-    assert str(shim / "git") in news
+    assert str(shim / "git") in news  # through bash -lc: install --trust kept PATH
     assert (repo / "src/app.py").read_text() == FILES["src/app.py"]
     [ref] = rescue_refs(repo)
     assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
     assert news.count(RESCUED) == 1
+
+
+def test_the_shim_guards_git_inside_a_script_codex_runs(
+    codex: Cli, model: Model, repo: Path, tmp_path: Path, hermetic_seal: Path
+) -> None:
+    """The documented install (`guards install --shim DIR --codex --trust`, DIR first on
+    PATH): Codex's `bash -lc` still finds the shim, so a `git reset --hard` inside a
+    script, which no hook can read, rescues alice's work first."""
+    shim = tmp_path / "shim"
+    script = repo / "tidy.sh"
+    script.write_text('#!/bin/sh\necho "git is $(command -v git)"\ngit reset --hard\n')
+    script.chmod(0o755)
+    git(repo, "add", "tidy.sh")
+    git(repo, "commit", "-q", "-m", "a tidy script")
+    write_work(repo, ALICE_WORK)
+    server = model([[shell("./tidy.sh")], say("done")])
+    codex_run(codex, repo, server, codex_home(hermetic_seal), shim=shim)
+    config = (codex_home(hermetic_seal) / "config.toml").read_text()
+    assert "allow_login_shell = false" in config
+    assert f"git is {shim / 'git'}" in server.at_step(1).news()
+    assert (repo / "src/app.py").read_text() == FILES["src/app.py"]
+    [ref] = rescue_refs(repo)
+    assert ref.endswith("-reset-hard")  # the shim's guards run named git's command
+    assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
+    # untracked: reset --hard leaves it, so nothing of it to rescue
+    assert (repo / "src/alice_new.py").read_text() == ALICE_WORK["src/alice_new.py"]
+
+
+# -- trust: our hashes are Codex's ----------------------------------------------------------
+
+
+def test_our_hook_keys_and_hashes_are_the_ones_codex_reports(
+    codex: Cli, repo: Path, tmp_path: Path, hermetic_seal: Path
+) -> None:
+    """Project hooks behind a group of the user's own (their positions count) and user
+    hooks under $CODEX_HOME: `codex app-server` lists each of ours with the key and hash
+    we compute, and, after `guards install --codex --trust`, as trusted."""
+    assert codex.path is not None
+    home = codex_home(hermetic_seal)
+    hooks_json = repo / ".codex/hooks.json"
+    doc = json.loads(hooks_json.read_text())
+    users = {"hooks": [{"type": "command", "command": "true", "timeout": 5}]}
+    doc["hooks"]["PreToolUse"].insert(0, {"matcher": "Bash", **users})
+    doc["hooks"]["Stop"].insert(0, users)
+    hooks_json.write_text(json.dumps(doc))
+    env = {"CODEX_HOME": str(home)}
+    for scope in ("--project", "--user"):
+        res = run_guards("install", "--codex", scope, "--trust", "--no-aliases", cwd=repo, env=env)
+        assert res.returncode == 0, res.stderr
+    listed = codex_hook_hashes(codex.path, repo, cli_env(env))
+    theirs = {h["key"]: (h["currentHash"], h["trustStatus"]) for h in listed}
+    mine = {}
+    for path in (hooks_json, home / "hooks.json"):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("CODEX_HOME", str(home))
+            for hook in codex_trust.our_hooks(json.loads(path.read_text()), path):
+                mine[hook.key] = (hook.hash, "trusted")
+    assert len(mine) == 12
+    assert {k: v for k, v in theirs.items() if k in mine} == mine
+    assert f"{hooks_json}:pre_tool_use:1:0" in mine  # behind the user's group
+    assert theirs[f"{hooks_json}:pre_tool_use:0:0"][1] == "untrusted"  # theirs: untouched
