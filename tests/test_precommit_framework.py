@@ -29,6 +29,10 @@ from tests.helpers import (
     run_guards,
 )
 
+#: One test process runs this file: its session fixtures (the project snapshot, the
+#: pre-commit home holding the hook's environment) are built once.
+pytestmark = pytest.mark.xdist_group("pre-commit-framework")
+
 MANIFEST = PROJECT_ROOT / ".pre-commit-hooks.yaml"
 HOOK_TYPES = (
     "pre-commit",
