@@ -303,24 +303,37 @@ def build_snapshots(
     _check_caps(ws, all_paths)
     # Verification overlaps the capture: the files are rehashed here while git hashes
     # them, and their blobs are re-read while git writes and reads back the trees.
+    # The files are read once, here, their raw bytes packed into the store (fast-import)
+    # while git waits; git then hashes them into the private index and finds those blobs
+    # stored already (it writes only what its filters changed), while their blobs are
+    # read back here.
     hashed = threading.Event()
+    stored = threading.Event()
+    env: dict[str, str] = {}
+
+    def on_hashed(cap: Capture) -> None:
+        env.update(cap.env)
+        hashed.set()
 
     def early_check() -> tuple[dict[str, State | str], set[str], set[str]]:
-        disk = disk_states(repo, all_paths, True)
+        try:
+            disk = disk_states(repo, all_paths, True, store=True)
+        finally:
+            stored.set()  # never leave the capture waiting
         oids = {s.oid for s in disk.values() if isinstance(s, Entry) and s.mode != GITLINK}
         hashed.wait()
-        return disk, oids, set(check_objects(repo, oids))
+        return disk, oids, set(check_objects(repo, oids, env))
 
     with ThreadPoolExecutor(max_workers=1) as pool:
         early = pool.submit(early_check)
         try:
-            cap = Capture.take(repo, all_paths, on_hashed=hashed.set)
+            cap = Capture.take(repo, all_paths, on_hashed=on_hashed, before_hashing=stored.wait)
         finally:
             hashed.set()  # never leave the checker waiting
         with cap:
             disk, checked, bad = early.result()
             _verify_capture(ws, cap, disk, checked, bad)
-            return _build_all(
+            built = _build_all(
                 ws,
                 cap,
                 expanded,
@@ -332,6 +345,9 @@ def build_snapshots(
                 subject=subject,
                 body=body,
             )
+            # Verified: into the repository's store, packed, before any ref names them.
+            cap.migrate()
+            return built
 
 
 def _build_all(
@@ -411,6 +427,7 @@ def _commit_owner(
             head_parents,
             _message(f"{subject}: index state for {_who(owner)}", base, subset),
             ident,
+            cap.env,
         )
         parents = [*head_parents, index_commit]
         # The tree holds the files' bytes as they were on disk (no clean filter, no eol
@@ -424,6 +441,7 @@ def _commit_owner(
                 [],
                 _message(f"{subject}: conflict stages for {_who(owner)}", base, subset),
                 ident,
+                cap.env,
             )
             parents.append(stages_commit)
             trailers.append(("Conflict-Stages", stages_commit))
@@ -443,6 +461,7 @@ def _commit_owner(
                 body,
             ),
             ident,
+            cap.env,
         )
         return commit, index_commit
 
