@@ -648,9 +648,10 @@ def disk_states(
         try:
             st = os.lstat(absolute)
         except (FileNotFoundError, NotADirectoryError):
+            st = None
+        if st is None:
             out[p] = None
-            continue
-        if stat.S_ISLNK(st.st_mode):
+        elif stat.S_ISLNK(st.st_mode):
             out[p] = Entry(SYMLINK, blob_oid(os.fsencode(os.readlink(absolute)), fmt))
         elif stat.S_ISDIR(st.st_mode):
             out[p] = DIRECTORY
@@ -661,10 +662,10 @@ def disk_states(
             if store:
                 regular.append((p, mode, st.st_size))
                 out[p] = None  # filled in below, in order
-            else:
-                out[p] = Entry(mode, file_blob_oid(absolute, st.st_size, fmt))
-                if on_file is not None:
-                    on_file()
+                continue  # counted as it is read
+            out[p] = Entry(mode, file_blob_oid(absolute, st.st_size, fmt))
+        if on_file is not None:
+            on_file()
     if regular:
         try:
             oids = write_blobs(
@@ -734,15 +735,6 @@ def check_objects(
         if on_read is not None:
             on_read()
     return bad
-
-
-def read_objects(repo: Repo, oids: Iterable[str]) -> dict[str, bytes]:
-    """The content of each object that reads back whole (its content hashes to its id)."""
-    return {
-        oid: content
-        for oid, content in read_back(repo.worktree, oids, repo.object_format)
-        if content is not None
-    }
 
 
 @contextlib.contextmanager

@@ -18,7 +18,7 @@ from guards.errors import GuardsError
 from guards.git.entries import Entry, State
 from guards.git.files import holds_repository
 from guards.git.objects import GITLINK, empty_tree
-from guards.output import listing, show_path
+from guards.output import Progress, listing, show_path
 from guards.protect.rescue import nested
 from guards.protect.rescue.log import log_rescues
 from guards.protect.rescue.naming import (
@@ -58,11 +58,14 @@ class _Built:
     local_only: list[str]
 
 
-def rescue_paths(ws: Workspace, at_risk: list[AtRiskPath], *, command: str) -> list[RescueResult]:
+def rescue_paths(
+    ws: Workspace, at_risk: list[AtRiskPath], *, command: str, progress: bool = False
+) -> list[RescueResult]:
     """Commit at-risk paths to one verified rescue ref per owner (see module docs).
 
     Submodules' dirty work is rescued inside them, untracked nested repositories are
-    kept whole (see :mod:`.nested`)."""
+    kept whole (see :mod:`.nested`). ``progress``: a rescue that takes more than a second
+    shows how far it got on stderr, if that is a terminal."""
     if not at_risk:
         return []
     now = time.time()
@@ -86,6 +89,7 @@ def rescue_paths(ws: Workspace, at_risk: list[AtRiskPath], *, command: str) -> l
                 now=now,
                 split_local_only=remote is not None,
                 handled=found.handled,
+                progress=progress,
             )
             if groups
             else []
@@ -278,6 +282,7 @@ def build_snapshots(
     subject: str = "guards rescue",
     body: str = "",
     handled: Collection[str] | None = (),
+    progress: bool = False,
 ) -> list[_Built]:
     """The commits for each owner's paths, verified; no ref is created here.
 
@@ -315,14 +320,21 @@ def build_snapshots(
         env.update(cap.env)
         hashed.set()
 
+    started = time.monotonic()
+
     def early_check() -> tuple[dict[str, State | str], set[str], set[str]]:
+        shown = Progress("Rescuing", len(all_paths), quiet=not progress, started=started)
         try:
-            disk = disk_states(repo, all_paths, True, store=True)
+            disk = disk_states(repo, all_paths, True, store=True, on_file=shown.tick)
         finally:
             stored.set()  # never leave the capture waiting
+        shown.done()
         oids = {s.oid for s in disk.values() if isinstance(s, Entry) and s.mode != GITLINK}
         hashed.wait()
-        return disk, oids, set(check_objects(repo, oids, env))
+        shown = Progress("Verifying rescue", len(oids), quiet=not progress, started=started)
+        bad = set(check_objects(repo, oids, env, on_read=shown.tick))
+        shown.done()
+        return disk, oids, bad
 
     with ThreadPoolExecutor(max_workers=1) as pool:
         early = pool.submit(early_check)
