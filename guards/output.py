@@ -142,25 +142,14 @@ def stderr_line(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-#: Seconds an operation runs before it shows progress (git waits two for most).
-PROGRESS_DELAY = 1.0
-
-
-def _progress_delay() -> float:
-    try:
-        return float(os.environ.get("GUARDS_PROGRESS_DELAY", PROGRESS_DELAY))
-    except ValueError:
-        return PROGRESS_DELAY
-
-
 class Progress:
     """How far a long operation got, on stderr, the way git shows it:
     ``Rescuing: 45% (4500/10000)`` rewritten in place with ``\\r``, then ``, done.``.
 
     Shown only when stderr is a terminal, never when ``quiet``, and only once the
-    operation has run for :attr:`delay` seconds (counted from ``started``; default
-    :data:`PROGRESS_DELAY`, or ``$GUARDS_PROGRESS_DELAY``): a fast one prints nothing
-    at all. Redrawn when the percentage changes, at most every 50 ms.
+    operation has run for :attr:`delay` seconds (counted from ``started``; the setting
+    ``progress.delay``): a fast one prints nothing at all. Redrawn when the percentage
+    changes, at most every 50 ms.
     """
 
     __slots__ = ("count", "delay", "enabled", "last", "shown", "started", "stream", "title",
@@ -172,7 +161,7 @@ class Progress:
         total: int,
         *,
         quiet: bool = False,
-        delay: float | None = None,
+        delay: float = 1.0,
         started: float | None = None,
         stream: TextIO | None = None,
     ) -> None:
@@ -180,7 +169,7 @@ class Progress:
         self.title = title
         self.total = total
         self.count = 0
-        self.delay = _progress_delay() if delay is None else delay
+        self.delay = delay
         self.started = time.monotonic() if started is None else started
         self.shown = -1.0  # when last drawn
         self.last = -1  # the percentage last drawn

@@ -10,7 +10,7 @@ from tests.helpers import git, run_guards, run_on_a_terminal
 
 FILES = 300
 #: Show progress at once (it waits a second by default: these runs are shorter).
-AT_ONCE = {"GUARDS_PROGRESS_DELAY": "0"}
+AT_ONCE = {"GUARDS_PROGRESS_DELAY": "0s"}
 
 
 def many_edited_files(repo: Path) -> list[str]:

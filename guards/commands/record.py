@@ -161,7 +161,8 @@ def _progress(repo: Repo, total: int, quiet: bool) -> Progress | None:
     from guards.config import Config
     from guards.output import Progress
 
-    return Progress("Recording", total, quiet=quiet or Config(repo.ledger_dir_text).quiet)
+    config = Config(repo.ledger_dir_text)
+    return Progress("Recording", total, quiet=quiet or config.quiet, delay=config.progress_delay)
 
 
 def _count(n: int) -> str:

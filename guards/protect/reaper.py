@@ -167,7 +167,12 @@ def reap(
         # Judged again under the lock: another reaper may have been first.
         decisions, _ = plan(ws, include_unregistered=include_unregistered, min_idle=min_idle)
         doomed = [d for d in decisions if d.action == "reap"]
-        shown = Progress("Reaping worktrees", len(doomed), quiet=ws.config.quiet)
+        shown = Progress(
+            "Reaping worktrees",
+            len(doomed),
+            quiet=ws.config.quiet,
+            delay=ws.config.progress_delay,
+        )
         for d in doomed:
             try:
                 d.rescues = rescue_worktree(ws, d.state, command=REAP_COMMAND)

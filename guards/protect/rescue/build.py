@@ -321,9 +321,12 @@ def build_snapshots(
         hashed.set()
 
     started = time.monotonic()
+    delay = ws.config.progress_delay
 
     def early_check() -> tuple[dict[str, State | str], set[str], set[str]]:
-        shown = Progress("Rescuing", len(all_paths), quiet=not progress, started=started)
+        shown = Progress(
+            "Rescuing", len(all_paths), quiet=not progress, delay=delay, started=started
+        )
         try:
             disk = disk_states(repo, all_paths, True, store=True, on_file=shown.tick)
         finally:
@@ -331,7 +334,9 @@ def build_snapshots(
         shown.done()
         oids = {s.oid for s in disk.values() if isinstance(s, Entry) and s.mode != GITLINK}
         hashed.wait()
-        shown = Progress("Verifying rescue", len(oids), quiet=not progress, started=started)
+        shown = Progress(
+            "Verifying rescue", len(oids), quiet=not progress, delay=delay, started=started
+        )
         bad = set(check_objects(repo, oids, env, on_read=shown.tick))
         shown.done()
         return disk, oids, bad

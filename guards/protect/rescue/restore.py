@@ -162,7 +162,7 @@ def restore_paths(
             else:
                 done.index_conflicts.append(p)
     if r.one("Bytes") == RAW_BYTES:
-        write_raw(ws, {p: rescued[p] for p in done.written}, quiet=ws.config.quiet)
+        write_raw(ws, {p: rescued[p] for p in done.written}, progress=True)
     else:  # rescues of older guards hold what git's clean filters made of the files
         _checkout(ws, {p: rescued[p] for p in done.written})
     for p in done.deleted:
@@ -178,12 +178,12 @@ def restore_paths(
 
 
 def write_raw(
-    ws: Workspace, entries: dict[str, State], top: Path | None = None, *, quiet: bool = True
+    ws: Workspace, entries: dict[str, State], top: Path | None = None, *, progress: bool = False
 ) -> None:
     """Write rescued files byte for byte: no smudge filter, no eol conversion (the rescue
     holds the bytes that were on disk). Each file is written aside and renamed into place.
     Blobs are read one at a time (never all in memory); every one is checked to exist
-    before the first file is written. Not ``quiet``: progress on a terminal."""
+    before the first file is written. ``progress``: shown on a terminal unless quiet."""
     blobs = {p: s for p, s in entries.items() if s is not None and s.mode not in (GITLINK, TREE)}
     absent = set(missing_objects(ws.repo.worktree, [s.oid for s in blobs.values()]))
     missing = [p for p, s in blobs.items() if s.oid in absent]
@@ -193,7 +193,12 @@ def write_raw(
             f"back (run git fsck)"
         )
     top = ws.repo.worktree if top is None else top
-    shown = output.Progress("Restoring", len(entries), quiet=quiet)
+    shown = output.Progress(
+        "Restoring",
+        len(entries),
+        quiet=not progress or ws.config.quiet,
+        delay=ws.config.progress_delay,
+    )
     by_oid: dict[str, list[str]] = {}
     for p, state in entries.items():
         if state is None:
