@@ -129,6 +129,7 @@ class Rescue:
             "repository": self.repository,
             "label": self.log.get("label"),
             "paths": self.paths,
+            "path_count": self.path_count,
             "push": self.log.get("push"),
             "push_detail": self.log.get("push_detail"),
             "remote": self.log.get("remote"),
