@@ -106,3 +106,28 @@ def test_a_quick_operation_shows_nothing_and_a_slow_one_counts_up() -> None:
     p.tick(10)
     p.done()
     assert pipe.getvalue() == ""
+
+
+def test_reap_apply_shows_progress_on_a_terminal(repo: Path, tmp_path: Path) -> None:
+    import subprocess
+    import time
+
+    from guards.state.ledger import Ledger
+    from guards.state.session import hostname
+
+    wt = tmp_path / "wt"
+    res = run_guards("worktree", "add", str(wt), "--session", "s1", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    (wt / "notes.txt").write_text("left behind\n")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    now = time.time()
+    with Ledger(repo / ".git" / "guards").transaction() as data:
+        data.sessions["s1"] = {
+            "id": "s1", "label": "", "host": hostname(), "pid": gone.pid, "pid_start": "0:1",
+            "worktree": None, "started": now - 7200, "last_seen": now - 7200, "ended": False,
+        }  # fmt: skip
+    code, shown = run_on_a_terminal("reap", "--apply", cwd=repo, env=AT_ONCE)
+    assert code == 0, shown
+    assert b"Reaping worktrees: 100% (1/1), done." in shown
+    assert not wt.exists()
