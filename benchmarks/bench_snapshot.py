@@ -24,9 +24,10 @@ at most 1.3x ``plumbing`` at 1k, 10k and 50k modified files of 100k; at most 100
 objects; a message of at most 4 KiB.
 
 Measured 2026-12-01, 100,000 files, median of 3, on the 2-CPU VM under a load average of
-8-14 from other jobs (see benchmarks/README.md for the table): rescue 0.92x plumbing at
-1,000, see the README for 10,000 and 50,000; 0 loose objects, messages under 300 bytes
-(before: 2,304 / 11,304 / 51,304 loose objects and 29 KB / 253 KB / 1.2 MB messages).
+8-14 from other jobs (the table is in benchmarks/README.md): rescue 0.92x / 0.96x / 0.77x
+plumbing at 1,000 / 10,000 / 50,000 modified (before: 1.26x / 1.07x / 1.08x); 0 loose
+objects and 279-byte messages (before: 2,304 / 11,304 / 51,304 loose objects and
+29 KB / 253 KB / 1.2 MB messages).
 """
 
 from __future__ import annotations

@@ -113,3 +113,17 @@ def test_a_rescue_from_before_path_count_lists_its_trailers(repo: Path) -> None:
     done = restore_paths(ws, r, [], index=False)
     assert done.written == ["README"]
     assert (repo / "README").read_text() == "old rescue\n"
+
+
+def test_a_rescue_of_99_files_stays_under_100_loose_objects(repo: Path) -> None:
+    """Blobs and trees are each moved in loose only when few: together still at most 100."""
+    paths = [f"new/f{i}.txt" for i in range(99)]
+    (repo / "new").mkdir()
+    for p in paths:
+        (repo / p).write_text(f"new {p}\n")
+    before = loose_objects(repo)
+    (result,) = rescue_paths(
+        Workspace.open(repo), [AtRiskPath(p, "alice") for p in paths], command="clean -fd"
+    )
+    assert loose_objects(repo) - before <= 100
+    assert git(repo, "show", f"{result.ref}:new/f42.txt") == "new new/f42.txt\n"

@@ -7,9 +7,11 @@ object directory instead (``GIT_OBJECT_DIRECTORY``), still reading the repositor
 store (``GIT_ALTERNATE_OBJECT_DIRECTORIES``), as git's own ``receive-pack`` does with an
 incoming push. :meth:`Quarantine.migrate` then moves them into the repository the way a
 push lands: one ``pack-objects`` piped into ``index-pack`` (which hashes every object
-again as it indexes it), or ``unpack-objects`` below :data:`UNPACK_LIMIT` objects
-(git's ``transfer.unpackLimit``: a pack per handful of objects would slow git down more
-than a few loose files do). Until then nothing in the repository's store names them.
+again as it indexes it), or ``unpack-objects`` below :data:`UNPACK_LIMIT` objects (as
+git's ``transfer.unpackLimit`` does: a pack per handful of objects would slow git down
+more than a few loose files do). Until then nothing in the repository's store names them.
+:func:`write_blobs` packs files' bytes the same way (``fastimport.unpackLimit``), so a
+rescue leaves fewer than 2 x :data:`UNPACK_LIMIT` loose objects.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from typing import IO
 from guards import git
 from guards.git.objects import hasher, object_oid
 
-#: Fewer new objects than this are moved in loose (git's default ``transfer.unpackLimit``).
-UNPACK_LIMIT = 100
+#: Fewer new objects than this are moved in loose (git's own default is 100; half of it
+#: here, so that the blobs and the trees of one rescue stay under 100 loose objects).
+UNPACK_LIMIT = 50
 
 
 class Quarantine:
@@ -207,7 +210,15 @@ def write_blobs(
         # Every blob streamed into the pack as it comes (no delta search against the
         # previous one: rescued files are mostly unlike each other, a later gc packs).
         git._argv(
-            [*git.NO_HOOKS, "fast-import", "--quiet", "--done", "--big-file-threshold=1"],
+            [
+                *git.NO_HOOKS,
+                "-c",
+                f"fastimport.unpackLimit={UNPACK_LIMIT}",
+                "fast-import",
+                "--quiet",
+                "--done",
+                "--big-file-threshold=1",
+            ],
             False,
             cwd,
         ),
