@@ -306,9 +306,8 @@ def build_snapshots(
     if handled is not None:
         _check_nested(ws, [r for r in repos if r not in handled])
     _check_caps(ws, all_paths)
-    # Verification overlaps the capture: the files are rehashed here while git hashes
-    # them, and their blobs are re-read while git writes and reads back the trees.
-    # The files are read once, here, their raw bytes packed into the store (fast-import)
+    # Verification overlaps the capture. The files are read once, here, their raw bytes
+    # packed into the store (fast-import)
     # while git waits; git then hashes them into the private index and finds those blobs
     # stored already (it writes only what its filters changed), while their blobs are
     # read back here.
