@@ -172,6 +172,13 @@ KEYS: dict[str, Key] = {
             "keep the one-line rescue report off stderr (the rescue still happens and is listed)",
         ),
         Key(
+            "progress.delay",
+            1.0,
+            parse_duration,
+            "how long a rescue, a big record, reap --apply or rescue restore runs before it "
+            "shows progress on stderr (a terminal only, never when quiet)",
+        ),
+        Key(
             "rescue.namespace",
             "refs/rescue",
             _ref_namespace,
@@ -478,3 +485,7 @@ class Config:
     @property
     def quiet(self) -> bool:
         return bool(self.get("quiet"))
+
+    @property
+    def progress_delay(self) -> float:
+        return float(self.get("progress.delay"))

@@ -140,3 +140,66 @@ def dump_json(doc: dict[str, Any], stream: TextIO = sys.stdout) -> None:
 def stderr_line(line: str) -> None:
     """A line on stderr exactly as given (the rescue report formats its own prefix)."""
     print(line, file=sys.stderr, flush=True)
+
+
+class Progress:
+    """How far a long operation got, on stderr, the way git shows it:
+    ``Rescuing: 45% (4500/10000)`` rewritten in place with ``\\r``, then ``, done.``.
+
+    Shown only when stderr is a terminal, never when ``quiet``, and only once the
+    operation has run for :attr:`delay` seconds (counted from ``started``; the setting
+    ``progress.delay``): a fast one prints nothing at all. Redrawn when the percentage
+    changes, at most every 50 ms.
+    """
+
+    __slots__ = ("count", "delay", "enabled", "last", "shown", "started", "stream", "title",
+                 "total")  # fmt: skip
+
+    def __init__(
+        self,
+        title: str,
+        total: int,
+        *,
+        quiet: bool = False,
+        delay: float = 1.0,
+        started: float | None = None,
+        stream: TextIO | None = None,
+    ) -> None:
+        self.stream = sys.stderr if stream is None else stream
+        self.title = title
+        self.total = total
+        self.count = 0
+        self.delay = delay
+        self.started = time.monotonic() if started is None else started
+        self.shown = -1.0  # when last drawn
+        self.last = -1  # the percentage last drawn
+        try:
+            tty = self.stream.isatty()
+        except (AttributeError, ValueError):
+            tty = False
+        self.enabled = tty and not quiet and total > 0
+
+    def tick(self, n: int = 1) -> None:
+        self.count += n
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self.started < self.delay:
+            return
+        percent = min(100, self.count * 100 // self.total)
+        if percent != self.last and now - self.shown >= 0.05:
+            self._draw(percent, "")
+            self.shown = now
+
+    def done(self) -> None:
+        """The final line (only if anything was shown)."""
+        if self.enabled and self.last >= 0:
+            self._draw(min(100, self.count * 100 // self.total), ", done.\n")
+
+    def _draw(self, percent: int, end: str) -> None:
+        self.last = percent
+        try:
+            self.stream.write(f"\r{self.title}: {percent:3d}% ({self.count}/{self.total}){end}")
+            self.stream.flush()
+        except (OSError, ValueError):
+            self.enabled = False  # a closed terminal never fails the operation

@@ -66,6 +66,36 @@ def text_of(proc: subprocess.CompletedProcess[bytes]) -> subprocess.CompletedPro
     )
 
 
+def run_on_a_terminal(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
+) -> tuple[int, bytes]:
+    """Run the guards CLI with its stderr on a pseudo-terminal (stdout a pipe, stdin
+    empty); its exit code and everything the terminal showed."""
+    import pty
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "guards", *args],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=follower,
+        env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT), **(env or {})},
+    )
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # EIO: the last writer closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(leader)
+    return proc.wait(timeout=timeout), seen
+
+
 def make_repo(path: Path, files: dict[str, str] | None = None) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     git(path, "init", "-q")

@@ -280,6 +280,9 @@ def test_capture_hashes_once_and_cuts_trees_per_subset(repo: Path) -> None:
         only = cap.tree(["README"])
         assert both != only
         assert cap.tree(["README", "other"]) == both
+        # Written aside: the repository holds none of it until the capture moves it in.
+        assert git(repo, "cat-file", "-t", only, check=False) == ""
+        cap.migrate()
     names = git(repo, "ls-tree", "--name-only", only).split()
     assert "other" not in names and "README" in names
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from guards.git.repo import Repo
+    from guards.output import Progress
 
 HELP = "attribute the current content of paths to a session"
 SOURCES = ("record", "turn", "observed")
@@ -134,7 +135,10 @@ def record(
 
         warn(warning)
     if files:
-        attribute(repo, ledger, session_id, files, source)
+        shown = _progress(repo, len(files), quiet)
+        attribute(repo, ledger, session_id, files, source, on_path=shown.tick if shown else None)
+        if shown:
+            shown.done()
         from guards.state.repositories import remember
 
         remember(repo)  # for `guards doctor --all` and `guards reap --all`
@@ -144,6 +148,21 @@ def record(
         )  # fmt: skip
         print("; ".join([what, *notes]))
     return ExitCode.OK
+
+
+#: A record of fewer paths never takes a second: no progress, nothing more imported.
+_PROGRESS_FROM = 500
+
+
+def _progress(repo: Repo, total: int, quiet: bool) -> Progress | None:
+    """Progress for a big record (on a terminal, not quiet: see :class:`Progress`)."""
+    if total < _PROGRESS_FROM:
+        return None
+    from guards.config import Config
+    from guards.output import Progress
+
+    config = Config(repo.ledger_dir_text)
+    return Progress("Recording", total, quiet=quiet or config.quiet, delay=config.progress_delay)
 
 
 def _count(n: int) -> str:

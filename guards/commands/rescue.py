@@ -240,4 +240,5 @@ def _prune(args: argparse.Namespace) -> int:
 
 
 def _holds(r: Rescue) -> str:
-    return str(r.log.get("label") or f"{len(r.paths)} path{'s' if len(r.paths) != 1 else ''}")
+    n = r.path_count
+    return str(r.log.get("label") or f"{n} path{'s' if n != 1 else ''}")

@@ -47,7 +47,8 @@ def is_zero_oid(oid: str) -> bool:
     return bool(oid) and set(oid) == {"0"}
 
 
-def _hasher(object_format: str) -> Any:
+def hasher(object_format: str) -> Any:
+    """A fresh hash of the object format's kind (sha1 or sha256)."""
     import hashlib
 
     return hashlib.sha256() if object_format == "sha256" else hashlib.sha1()
@@ -55,7 +56,7 @@ def _hasher(object_format: str) -> Any:
 
 def object_oid(kind: bytes, data: bytes, object_format: str = "sha1") -> ObjectId:
     """The id git gives an object of ``kind`` (b"blob", b"tree", ...) holding ``data``."""
-    h = _hasher(object_format)
+    h = hasher(object_format)
     h.update(kind + b" %d\0" % len(data))
     h.update(data)
     return ObjectId(h.hexdigest())
@@ -70,7 +71,7 @@ def file_blob_oid(path: str, size: int, object_format: str = "sha1") -> ObjectId
     """The blob id of a file's raw bytes, read in chunks (rescued files may be large);
     "" when the file did not hold ``size`` bytes while read (it is changing: never equal
     to anything git stored)."""
-    h = _hasher(object_format)
+    h = hasher(object_format)
     h.update(b"blob %d\0" % size)
     seen = 0
     with open(path, "rb") as f:

@@ -349,7 +349,9 @@ def _rescue(
         label = label[:57] + "..."
     results: list[RescueResult] = []
     if at_risk:
-        results += rescue_paths(ws, [AtRiskPath(a.path, a.owner) for a in at_risk], command=label)
+        results += rescue_paths(
+            ws, [AtRiskPath(a.path, a.owner) for a in at_risk], command=label, progress=report
+        )
     if commits:
         results += rescue_commits(ws, [(oid, name, None) for oid, name in commits], command=label)
     if report:

@@ -23,7 +23,7 @@ from typing import Any
 
 from guards import git
 from guards.errors import GuardsError, RefusedError
-from guards.output import age
+from guards.output import Progress, age
 from guards.protect.rescue import (
     AtRiskPath,
     RescueFailedError,
@@ -166,17 +166,23 @@ def reap(
     with serialize(ws.repo, lock_timeout(ws)):
         # Judged again under the lock: another reaper may have been first.
         decisions, _ = plan(ws, include_unregistered=include_unregistered, min_idle=min_idle)
-        for d in decisions:
-            if d.action != "reap":
-                continue
+        doomed = [d for d in decisions if d.action == "reap"]
+        shown = Progress(
+            "Reaping worktrees",
+            len(doomed),
+            quiet=ws.config.quiet,
+            delay=ws.config.progress_delay,
+        )
+        for d in doomed:
             try:
                 d.rescues = rescue_worktree(ws, d.state, command=REAP_COMMAND)
                 remove_worktree(ws, d.state)
+                d.outcome = "reaped"
             except GuardsError as e:
                 d.outcome = "failed"
                 d.detail = str(e)
-                continue
-            d.outcome = "reaped"
+            shown.tick()
+        shown.done()
     return decisions
 
 

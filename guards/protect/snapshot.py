@@ -41,8 +41,8 @@ from guards.git.objects import (
     blob_oid,
     empty_tree,
     file_blob_oid,
-    object_oid,
 )
+from guards.git.quarantine import Quarantine, read_back, write_blobs
 from guards.git.repo import Repo
 
 #: git config for every command that writes a private index: a full index file of our
@@ -188,6 +188,8 @@ class Capture:
     _unchanged_states: dict[str, State] = field(default_factory=dict)
     _tmp: Path | None = None
     _base: Path | None = None
+    #: where git writes the capture's objects until :meth:`migrate` moves them in packed
+    quarantine: Quarantine | None = None
     _counter: int = 0
     _rewritten: bool = False
 
@@ -210,24 +212,39 @@ class Capture:
 
     @classmethod
     def take(
-        cls, repo: Repo, paths: list[str], on_hashed: Callable[[], object] | None = None
+        cls,
+        repo: Repo,
+        paths: list[str],
+        on_hashed: Callable[[Capture], object] | None = None,
+        before_hashing: Callable[[], object] | None = None,
     ) -> Capture:
-        """Hash ``paths`` into a private index; ``on_hashed`` runs once their blobs exist."""
+        """Hash ``paths`` into a private index; ``on_hashed`` runs once their blobs exist.
+        ``before_hashing`` runs (waits) right before git hashes the files: blobs already
+        in the store by then are not written again."""
         cap = cls(repo=repo, paths=list(dict.fromkeys(paths)))
         try:
-            cap._take(on_hashed)
+            cap._take(on_hashed, before_hashing)
         except BaseException:
             cap.close()
             raise
         return cap
 
-    def _take(self, on_hashed: Callable[[], object] | None) -> None:
+    def _take(
+        self,
+        on_hashed: Callable[[Capture], object] | None,
+        before_hashing: Callable[[], object] | None = None,
+    ) -> None:
         repo = self.repo
+        self._tmp = Path(tempfile.mkdtemp(prefix="guards-snapshot-"))
+        try:
+            self.quarantine = Quarantine(repo.worktree, self._tmp / "objects")
+        except git.GitError as e:
+            raise SnapshotError(f"snapshot failed: {e}") from e
         real, self.head, self.head_tree = _locate(repo)
         listed = set(self.paths)
         # What the real index holds vs HEAD (read-only: --cached never refreshes).
         args = ["diff-index", "--cached", "-z", "--no-renames", *_NO_SUBMODULE_CONFIG]
-        res = _run(repo, [*args, self.head_tree])
+        res = self._git([*args, self.head_tree])
         real_changes = parse_raw_diff(res.stdout)
         # A staged blob that is already missing from the object store holds nothing that
         # could be lost (nor can any tree hold it): the snapshot takes HEAD's version.
@@ -241,7 +258,6 @@ class Capture:
         if unmerged:
             self.stages = self._read_stages(unmerged)
 
-        self._tmp = Path(tempfile.mkdtemp(prefix="guards-snapshot-"))
         base = self._tmp / "index"
         if real.exists():
             # copy2 keeps the mtime: git then trusts the stat data of every entry.
@@ -266,6 +282,8 @@ class Capture:
         self.special = [p for p in self.paths if special_kind(top + p) is not None]
         special = set(self.special)
         hashed = [p for p in self.paths if p not in special]
+        if before_hashing is not None:
+            before_hashing()
         self._private(
             base,
             [
@@ -280,7 +298,7 @@ class Capture:
             git.nul_join(hashed),
         )
         if on_hashed is not None:
-            on_hashed()
+            on_hashed(self)
         stray = self._write_all_tree()
         if stray and self.rewrite_trees():
             stray = self._write_all_tree()
@@ -307,7 +325,7 @@ class Capture:
         """In the private index, clear the assume-unchanged and skip-worktree flags of
         listed files that are on disk: with them, ``update-index`` never reads the file,
         and the snapshot would hold the entry instead of the work at risk."""
-        res = _run(self.repo, [*_PRIVATE, "ls-files", "-v", "-z"], index=index)
+        res = self._git([*_PRIVATE, "ls-files", "-v", "-z"], index=index)
         valid: list[str] = []
         skip: list[str] = []
         top = self.repo.worktree
@@ -330,8 +348,7 @@ class Capture:
         """Write :attr:`all_tree` and read its changes; returns unlisted paths it changes."""
         assert self._base is not None
         self.all_tree = self._write_tree(self._base)
-        res = _run(
-            self.repo,
+        res = self._git(
             ["diff-tree", "-r", "-z", "--no-renames", *_NO_SUBMODULE_CONFIG, self.head_tree,
              self.all_tree],
         )  # fmt: skip
@@ -348,7 +365,7 @@ class Capture:
         if self._rewritten:
             return False
         self._rewritten = True
-        res = _run(self.repo, [*_PRIVATE, "ls-files", "-s", "-z"], index=self._base)
+        res = self._git([*_PRIVATE, "ls-files", "-s", "-z"], index=self._base)
         fresh = self._tmp / "rewritten"
         self._private(fresh, ["update-index", "-z", "--index-info"], res.stdout)
         before = self.all_tree
@@ -366,7 +383,7 @@ class Capture:
         filters or eol conversion, which may drop bytes) in place of the filtered blobs;
         returns the raw blobs' ids as git wrote them, for the caller to verify."""
         assert self._base is not None
-        oids = raw_blobs(self.repo, paths)
+        oids = raw_blobs(self.repo, paths, self.env)
         lines = []
         for p in paths:
             state = self.worktree_state(p)
@@ -382,7 +399,7 @@ class Capture:
         return oids
 
     def _read_stages(self, paths: list[str]) -> dict[str, list[tuple[int, Entry]]]:
-        res = _run(self.repo, ["ls-files", "-u", "-s", "-z"])
+        res = self._git(["ls-files", "-u", "-s", "-z"])
         wanted = set(paths)
         out: dict[str, list[tuple[int, Entry]]] = {}
         for item in index_entries(res.stdout):
@@ -391,7 +408,7 @@ class Capture:
         return out
 
     def _skip_worktree(self, paths: list[str]) -> set[str]:
-        res = _run(self.repo, ["--literal-pathspecs", "ls-files", "-z", "-t", "--", *paths])
+        res = self._git(["--literal-pathspecs", "ls-files", "-z", "-t", "--", *paths])
         out = set()
         for rec in git.zsplit(res.stdout):
             tag, _, raw = rec.partition(b" ")
@@ -487,18 +504,38 @@ class Capture:
         if not staged:
             return []
         query = "".join(f"{oid}\n" for oid in set(staged.values())).encode()
-        res = _run(self.repo, ["cat-file", "--batch-check=%(objectname)"], stdin=query)
+        res = self._git(["cat-file", "--batch-check=%(objectname)"], stdin=query)
         lines = res.stdout.splitlines()
         missing = {line.split()[0].decode() for line in lines if line.endswith(b" missing")}
         return sorted(p for p, oid in staged.items() if oid in missing)
 
     # -- helpers -------------------------------------------------------------------------
 
+    @property
+    def env(self) -> dict[str, str]:
+        """What every git call that reads the capture's objects needs."""
+        return self.quarantine.env if self.quarantine is not None else {}
+
+    def migrate(self) -> None:
+        """Move the capture's objects into the repository (packed), each checked there:
+        the last step before a ref may name them."""
+        if self.quarantine is None:
+            return
+        try:
+            self.quarantine.migrate()
+        except git.GitError as e:
+            raise SnapshotError(f"snapshot failed: {e}") from e
+
+    def _git(
+        self, args: list[str], *, stdin: bytes | None = None, index: Path | None = None
+    ) -> git.Result:
+        return _run(self.repo, args, stdin=stdin, index=index, env=self.env)
+
     def _private(self, index: Path, args: list[str], stdin: bytes) -> git.Result:
-        return _run(self.repo, [*_PRIVATE, *args], stdin=stdin, index=index)
+        return self._git([*_PRIVATE, *args], stdin=stdin, index=index)
 
     def _write_tree(self, index: Path) -> str:
-        return _run(self.repo, [*_PRIVATE, "write-tree"], index=index).stdout.decode().strip()
+        return self._git([*_PRIVATE, "write-tree"], index=index).stdout.decode().strip()
 
 
 def tree_entries(repo: Repo, treeish: str, paths: list[str]) -> dict[str, State]:
@@ -526,15 +563,23 @@ def displaced(path: str, listed: set[str]) -> bool:
 
 
 def _run(
-    repo: Repo, args: list[str], *, stdin: bytes | None = None, index: Path | None = None
+    repo: Repo,
+    args: list[str],
+    *,
+    stdin: bytes | None = None,
+    index: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> git.Result:
     """git for a snapshot: a failure is a failed snapshot, said in one line."""
+    extra = dict(env or {})
+    if index is not None:
+        extra["GIT_INDEX_FILE"] = str(index)
     try:
         return git.run(
             args,
             cwd=repo.worktree,
             stdin=stdin,
-            extra_env={"GIT_INDEX_FILE": str(index)} if index is not None else None,
+            extra_env=extra or None,
             readonly=index is None,
         )
     except git.GitError as e:
@@ -542,7 +587,12 @@ def _run(
 
 
 def commit_tree(
-    repo: Repo, tree: str, parents: list[str], message: str, identity: dict[str, str]
+    repo: Repo,
+    tree: str,
+    parents: list[str],
+    message: str,
+    identity: dict[str, str],
+    env: dict[str, str] | None = None,
 ) -> str:
     """A commit without hooks, prompts or signatures, under a fixed identity if need be."""
     args = [*_NO_SIGN, "commit-tree", "--no-gpg-sign", tree]
@@ -554,7 +604,7 @@ def commit_tree(
             args,
             cwd=repo.worktree,
             stdin=message.encode("utf-8", "surrogateescape"),
-            extra_env=identity,
+            extra_env={**identity, **(env or {})},
         )
     except git.GitError as e:
         raise SnapshotError(f"snapshot failed: {e}") from e
@@ -564,30 +614,44 @@ def commit_tree(
 # -- verification -------------------------------------------------------------------------
 
 
-def read_tree_changes(repo: Repo, base_tree: str, tree: str) -> dict[str, Change]:
+def read_tree_changes(
+    repo: Repo, base_tree: str, tree: str, env: dict[str, str] | None = None
+) -> dict[str, Change]:
     res = _run(
-        repo, ["diff-tree", "-r", "-z", "--no-renames", *_NO_SUBMODULE_CONFIG, base_tree, tree]
+        repo,
+        ["diff-tree", "-r", "-z", "--no-renames", *_NO_SUBMODULE_CONFIG, base_tree, tree],
+        env=env,
     )
     return parse_raw_diff(res.stdout)
 
 
-def disk_states(repo: Repo, paths: list[str], filemode: bool) -> dict[str, State | str]:
+def disk_states(
+    repo: Repo,
+    paths: list[str],
+    filemode: bool,
+    *,
+    store: bool = False,
+    on_file: Callable[[], object] | None = None,
+) -> dict[str, State | str]:
     """What each path holds on disk now, as git would hash it.
 
     A directory comes back as :data:`DIRECTORY` (a nested repository), a FIFO, socket or
-    device as :data:`SPECIAL` (never opened).
+    device as :data:`SPECIAL` (never opened). ``store``: the regular files' raw bytes are
+    written to the repository's store too, packed, as they are read (each read once).
     """
     base = os.fspath(repo.worktree) + os.sep
     fmt = repo.object_format
     out: dict[str, State | str] = {}
+    regular: list[tuple[str, str, int]] = []
     for p in paths:
         absolute = base + p
         try:
             st = os.lstat(absolute)
         except (FileNotFoundError, NotADirectoryError):
+            st = None
+        if st is None:
             out[p] = None
-            continue
-        if stat.S_ISLNK(st.st_mode):
+        elif stat.S_ISLNK(st.st_mode):
             out[p] = Entry(SYMLINK, blob_oid(os.fsencode(os.readlink(absolute)), fmt))
         elif stat.S_ISDIR(st.st_mode):
             out[p] = DIRECTORY
@@ -595,7 +659,22 @@ def disk_states(repo: Repo, paths: list[str], filemode: bool) -> dict[str, State
             out[p] = SPECIAL
         else:
             mode = "100755" if filemode and st.st_mode & 0o100 else "100644"
+            if store:
+                regular.append((p, mode, st.st_size))
+                out[p] = None  # filled in below, in order
+                continue  # counted as it is read
             out[p] = Entry(mode, file_blob_oid(absolute, st.st_size, fmt))
+        if on_file is not None:
+            on_file()
+    if regular:
+        try:
+            oids = write_blobs(
+                repo.worktree, [(base + p, size) for p, _, size in regular], fmt, on_file
+            )
+        except git.GitError as e:
+            raise SnapshotError(f"snapshot failed: {e}") from e
+        for p, mode, _ in regular:
+            out[p] = Entry(mode, oids[base + p])
     return out
 
 
@@ -621,7 +700,7 @@ def filtered_oids(repo: Repo, paths: list[str]) -> dict[str, str]:
     return out
 
 
-def raw_blobs(repo: Repo, paths: list[str]) -> dict[str, str]:
+def raw_blobs(repo: Repo, paths: list[str], env: dict[str, str] | None = None) -> dict[str, str]:
     """Write each file's bytes as they are on disk (no clean filter, no eol conversion)
     as a blob; its id per path."""
     out: dict[str, str] = {}
@@ -631,52 +710,31 @@ def raw_blobs(repo: Repo, paths: list[str]) -> dict[str, str]:
             repo,
             ["hash-object", "-w", "--no-filters", "--stdin-paths"],
             stdin=b"".join(os.fsencode(p) + b"\n" for p in plain),
+            env=env,
         )
         out.update(zip(plain, res.stdout.decode().split(), strict=True))
     for p in paths:
         if "\n" in p:
-            res = _run(repo, ["hash-object", "-w", "--no-filters", "--", p])
+            res = _run(repo, ["hash-object", "-w", "--no-filters", "--", p], env=env)
             out[p] = res.stdout.decode().strip()
     return out
 
 
-def check_objects(repo: Repo, oids: Iterable[str]) -> list[str]:
-    """Read every blob back and rehash it: the ids whose content is missing or corrupt."""
-    wanted = sorted(set(oids))
-    found = read_objects(repo, wanted)
-    return [oid for oid in wanted if oid not in found]
-
-
-def read_objects(repo: Repo, oids: Iterable[str]) -> dict[str, bytes]:
-    """The content of each object that reads back whole (its content hashes to its id)."""
-    wanted = sorted(set(oids))
-    if not wanted:
-        return {}
-    res = git.run(
-        ["cat-file", "--batch", "--buffer"],
-        cwd=repo.worktree,
-        stdin="".join(o + "\n" for o in wanted).encode(),
-        check=False,
-    )
-    if res.returncode != 0:
-        return {}
-    out: dict[str, bytes] = {}
-    data = res.stdout
-    pos = 0
-    for oid in wanted:
-        eol = data.find(b"\n", pos)
-        if eol < 0:
-            break
-        header = data[pos:eol].split(b" ")
-        pos = eol + 1
-        if len(header) != 3:
-            continue
-        size = int(header[2])
-        content = data[pos : pos + size]
-        pos += size + 1
-        if header[0].decode() == oid and object_oid(header[1], content, repo.object_format) == oid:
-            out[oid] = content
-    return out
+def check_objects(
+    repo: Repo,
+    oids: Iterable[str],
+    env: dict[str, str] | None = None,
+    on_read: Callable[[], object] | None = None,
+) -> list[str]:
+    """Read every blob back and rehash it, one at a time: the ids whose content is
+    missing or corrupt. ``on_read`` runs after each."""
+    bad = []
+    for oid, content in read_back(repo.worktree, oids, repo.object_format, env):
+        if content is None:
+            bad.append(oid)
+        if on_read is not None:
+            on_read()
+    return bad
 
 
 @contextlib.contextmanager

@@ -220,13 +220,18 @@ def attribute(
     source: str = "record",
     *,
     expected: Mapping[str, object] | None = None,
+    on_path: Callable[[], object] | None = None,
 ) -> None:
     """:func:`record_paths` for a repository and ledger (no settings needed): one
-    journal append, whatever the ledger holds."""
+    journal append, whatever the ledger holds. ``on_path`` runs after each path."""
     top = repo.worktree_key
     fmt = repo.object_format
     join = os.path.join
-    prints = [(rel, fingerprint(join(top, rel), fmt)) for rel in relative]
+    prints = []
+    for rel in relative:
+        prints.append((rel, fingerprint(join(top, rel), fmt)))
+        if on_path is not None:
+            on_path()
     now = time.time()
     records = [touch_record(session_id, now)]
     for rel, fp in prints:

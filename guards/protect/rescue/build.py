@@ -18,7 +18,7 @@ from guards.errors import GuardsError
 from guards.git.entries import Entry, State
 from guards.git.files import holds_repository
 from guards.git.objects import GITLINK, empty_tree
-from guards.output import listing, show_path
+from guards.output import Progress, listing, show_path
 from guards.protect.rescue import nested
 from guards.protect.rescue.log import log_rescues
 from guards.protect.rescue.naming import (
@@ -58,11 +58,14 @@ class _Built:
     local_only: list[str]
 
 
-def rescue_paths(ws: Workspace, at_risk: list[AtRiskPath], *, command: str) -> list[RescueResult]:
+def rescue_paths(
+    ws: Workspace, at_risk: list[AtRiskPath], *, command: str, progress: bool = False
+) -> list[RescueResult]:
     """Commit at-risk paths to one verified rescue ref per owner (see module docs).
 
     Submodules' dirty work is rescued inside them, untracked nested repositories are
-    kept whole (see :mod:`.nested`)."""
+    kept whole (see :mod:`.nested`). ``progress``: a rescue that takes more than a second
+    shows how far it got on stderr, if that is a terminal."""
     if not at_risk:
         return []
     now = time.time()
@@ -86,6 +89,7 @@ def rescue_paths(ws: Workspace, at_risk: list[AtRiskPath], *, command: str) -> l
                 now=now,
                 split_local_only=remote is not None,
                 handled=found.handled,
+                progress=progress,
             )
             if groups
             else []
@@ -278,6 +282,7 @@ def build_snapshots(
     subject: str = "guards rescue",
     body: str = "",
     handled: Collection[str] | None = (),
+    progress: bool = False,
 ) -> list[_Built]:
     """The commits for each owner's paths, verified; no ref is created here.
 
@@ -301,26 +306,50 @@ def build_snapshots(
     if handled is not None:
         _check_nested(ws, [r for r in repos if r not in handled])
     _check_caps(ws, all_paths)
-    # Verification overlaps the capture: the files are rehashed here while git hashes
-    # them, and their blobs are re-read while git writes and reads back the trees.
+    # Verification overlaps the capture. The files are read once, here, their raw bytes
+    # packed into the store (fast-import)
+    # while git waits; git then hashes them into the private index and finds those blobs
+    # stored already (it writes only what its filters changed), while their blobs are
+    # read back here.
     hashed = threading.Event()
+    stored = threading.Event()
+    env: dict[str, str] = {}
+
+    def on_hashed(cap: Capture) -> None:
+        env.update(cap.env)
+        hashed.set()
+
+    started = time.monotonic()
+    delay = ws.config.progress_delay
 
     def early_check() -> tuple[dict[str, State | str], set[str], set[str]]:
-        disk = disk_states(repo, all_paths, True)
+        shown = Progress(
+            "Rescuing", len(all_paths), quiet=not progress, delay=delay, started=started
+        )
+        try:
+            disk = disk_states(repo, all_paths, True, store=True, on_file=shown.tick)
+        finally:
+            stored.set()  # never leave the capture waiting
+        shown.done()
         oids = {s.oid for s in disk.values() if isinstance(s, Entry) and s.mode != GITLINK}
         hashed.wait()
-        return disk, oids, set(check_objects(repo, oids))
+        shown = Progress(
+            "Verifying rescue", len(oids), quiet=not progress, delay=delay, started=started
+        )
+        bad = set(check_objects(repo, oids, env, on_read=shown.tick))
+        shown.done()
+        return disk, oids, bad
 
     with ThreadPoolExecutor(max_workers=1) as pool:
         early = pool.submit(early_check)
         try:
-            cap = Capture.take(repo, all_paths, on_hashed=hashed.set)
+            cap = Capture.take(repo, all_paths, on_hashed=on_hashed, before_hashing=stored.wait)
         finally:
             hashed.set()  # never leave the checker waiting
         with cap:
             disk, checked, bad = early.result()
             _verify_capture(ws, cap, disk, checked, bad)
-            return _build_all(
+            built = _build_all(
                 ws,
                 cap,
                 expanded,
@@ -332,6 +361,9 @@ def build_snapshots(
                 subject=subject,
                 body=body,
             )
+            # Verified: into the repository's store, packed, before any ref names them.
+            cap.migrate()
+            return built
 
 
 def _build_all(
@@ -411,6 +443,7 @@ def _commit_owner(
             head_parents,
             _message(f"{subject}: index state for {_who(owner)}", base, subset),
             ident,
+            cap.env,
         )
         parents = [*head_parents, index_commit]
         # The tree holds the files' bytes as they were on disk (no clean filter, no eol
@@ -424,6 +457,7 @@ def _commit_owner(
                 [],
                 _message(f"{subject}: conflict stages for {_who(owner)}", base, subset),
                 ident,
+                cap.env,
             )
             parents.append(stages_commit)
             trailers.append(("Conflict-Stages", stages_commit))
@@ -443,6 +477,7 @@ def _commit_owner(
                 body,
             ),
             ident,
+            cap.env,
         )
         return commit, index_commit
 

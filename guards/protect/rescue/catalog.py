@@ -8,17 +8,27 @@ log adds what happened since (its push, a kept commit's label).
 from __future__ import annotations
 
 import calendar
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from guards import output
+from guards import git, output
 from guards.errors import UsageError
 from guards.git import NO_HOOKS
+from guards.git.objects import empty_tree
 from guards.git.quoting import unquote_path
+from guards.git.repo import Repo
 from guards.protect.rescue.log import rescue_log_entries
-from guards.protect.rescue.naming import UNKNOWN, namespace, namespace_patterns, parse_trailers
+from guards.protect.rescue.naming import (
+    PATH_COUNT,
+    UNKNOWN,
+    namespace,
+    namespace_patterns,
+    parse_trailers,
+)
 from guards.protect.rescue.refs import ref_values
+from guards.protect.snapshot import read_tree_changes
 from guards.state.ledger import op_drop_rescue
 from guards.state.workspace import Workspace
 
@@ -30,6 +40,9 @@ class Rescue:
     created: float
     trailers: dict[str, list[str]]
     log: dict[str, Any] = field(default_factory=dict)
+    #: where the rescue lives: a big rescue's paths are read from its trees
+    repo: Repo | None = field(default=None, repr=False, compare=False)
+    _from_trees: list[str] | None = field(default=None, repr=False, compare=False)
 
     def one(self, key: str) -> str | None:
         values = self.trailers.get(key)
@@ -59,8 +72,40 @@ class Rescue:
         return self.created
 
     @property
+    def path_count(self) -> int:
+        """How many paths it holds, without reading its trees."""
+        counted = self.one(PATH_COUNT)
+        return int(counted) if counted and counted.isdigit() else len(self.paths)
+
+    @property
     def paths(self) -> list[str]:
-        return self.trailers.get("Path", [])
+        """Every path it holds: its ``Path`` trailers, or, when a big rescue left them out
+        of its message (``Path-Count`` says more), what its trees change."""
+        listed = self.trailers.get("Path", [])
+        counted = self.one(PATH_COUNT)
+        if counted is None or not counted.isdigit() or int(counted) == len(listed):
+            return listed
+        if self._from_trees is None:
+            self._from_trees = self._paths_in_trees()
+        return self._from_trees
+
+    def _paths_in_trees(self) -> list[str]:
+        """The paths whose worktree or staged state differs from the rescue's HEAD, and
+        the conflicted ones (``<stage>/<path>`` in the stages commit)."""
+        if self.repo is None:
+            return []
+        head = self.one("Head")
+        base = head if head and head != "unborn" else empty_tree(self.repo.object_format)
+        found: set[str] = set()
+        for tree in (self.commit, self.one("Index")):
+            if tree:
+                found.update(read_tree_changes(self.repo, base, tree))
+        stages = self.one("Conflict-Stages")
+        if stages:
+            res = self.repo.run(["ls-tree", "-r", "-z", "--name-only", "--full-tree", stages])
+            for raw in git.zsplit(res.stdout):
+                found.add(os.fsdecode(raw).split("/", 1)[1])
+        return sorted(found)
 
     @property
     def repository(self) -> str | None:
@@ -84,6 +129,7 @@ class Rescue:
             "repository": self.repository,
             "label": self.log.get("label"),
             "paths": self.paths,
+            "path_count": self.path_count,
             "push": self.log.get("push"),
             "push_detail": self.log.get("push_detail"),
             "remote": self.log.get("remote"),
@@ -110,7 +156,14 @@ def read_rescues(ws: Workspace, pattern: str | None = None) -> list[Rescue]:
         created = float(fields[i + 2] or 0)
         message = fields[i + 3].decode("utf-8", "surrogateescape")
         out.append(
-            Rescue(ref, fields[i + 1].decode(), created, parse_trailers(message), log.get(ref, {}))
+            Rescue(
+                ref,
+                fields[i + 1].decode(),
+                created,
+                parse_trailers(message),
+                log.get(ref, {}),
+                repo=ws.repo,
+            )
         )
     out.sort(key=lambda r: (r.time, r.ref), reverse=True)
     return out

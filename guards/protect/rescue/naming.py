@@ -13,12 +13,17 @@ from guards.state import session as sessions
 from guards.state.workspace import Workspace
 
 UNKNOWN = "unknown"
+#: The trailer that counts a rescue's paths (rescues before it list every path).
+PATH_COUNT = "Path-Count"
 #: How a kept nested repository is labelled (``repository vendor/lib/``).
 REPOSITORY_LABEL = "repository "
 #: The ``Bytes`` trailer of a rescue whose tree holds the raw bytes of its files.
 RAW_BYTES = "raw"
 #: How many names a one-line message shows before "and N more".
 SHOWN = 3
+#: The most bytes a rescue commit's message holds: past it, the ``Path`` trailers are
+#: left out (``Path-Count`` says how many; the commit's trees are the list).
+MAX_MESSAGE = 4096
 
 
 # -- names -------------------------------------------------------------------------------
@@ -133,12 +138,20 @@ def parse_trailers(message: str) -> dict[str, list[str]]:
 def _message(
     subject: str, trailers: list[tuple[str, str]], paths: Iterable[str], body: str = ""
 ) -> str:
+    """The message of a rescue commit: ``Path`` trailers while they fit in
+    :data:`MAX_MESSAGE` bytes with the rest, and ``Path-Count`` whenever there are paths."""
     lines = [subject, ""]
     if body:
         lines += [body, ""]
     lines += [f"{k}: {v}" for k, v in trailers]
-    lines += [f"Path: {trailer_value(p)}" for p in paths]
-    return "\n".join(lines) + "\n"
+    named = list(paths)
+    if named:
+        lines.append(f"{PATH_COUNT}: {len(named)}")
+    head = "\n".join(lines) + "\n"
+    listed = "".join(f"Path: {trailer_value(p)}\n" for p in named)
+    if len((head + listed).encode("utf-8", "surrogateescape")) <= MAX_MESSAGE:
+        return head + listed
+    return head
 
 
 def _who(owner: str | None) -> str:

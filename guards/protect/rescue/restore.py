@@ -19,13 +19,14 @@ from pathlib import Path
 from guards import git, output
 from guards.errors import GuardsError, UsageError
 from guards.git import NO_HOOKS
-from guards.git.entries import State, index_entries, index_info_line, tree_listing
+from guards.git.entries import Entry, State, index_entries, index_info_line, tree_listing
 from guards.git.files import holds_repository
 from guards.git.objects import EXECUTABLE, GITLINK, SYMLINK, TREE
+from guards.git.quarantine import missing_objects, read_back
 from guards.git.quoting import unquote_path
 from guards.protect.rescue.catalog import Rescue, restore_commands
 from guards.protect.rescue.naming import RAW_BYTES
-from guards.protect.snapshot import disk_states, filtered_oids, read_objects, tree_entries
+from guards.protect.snapshot import disk_states, filtered_oids, tree_entries
 from guards.state.workspace import Workspace
 
 
@@ -161,7 +162,7 @@ def restore_paths(
             else:
                 done.index_conflicts.append(p)
     if r.one("Bytes") == RAW_BYTES:
-        write_raw(ws, {p: rescued[p] for p in done.written})
+        write_raw(ws, {p: rescued[p] for p in done.written}, progress=True)
     else:  # rescues of older guards hold what git's clean filters made of the files
         _checkout(ws, {p: rescued[p] for p in done.written})
     for p in done.deleted:
@@ -176,41 +177,66 @@ def restore_paths(
     return done
 
 
-def write_raw(ws: Workspace, entries: dict[str, State], top: Path | None = None) -> None:
+def write_raw(
+    ws: Workspace, entries: dict[str, State], top: Path | None = None, *, progress: bool = False
+) -> None:
     """Write rescued files byte for byte: no smudge filter, no eol conversion (the rescue
     holds the bytes that were on disk). Each file is written aside and renamed into place.
-    """
+    Blobs are read one at a time (never all in memory); every one is checked to exist
+    before the first file is written. ``progress``: shown on a terminal unless quiet."""
     blobs = {p: s for p, s in entries.items() if s is not None and s.mode not in (GITLINK, TREE)}
-    contents = read_objects(ws.repo, [s.oid for s in blobs.values()])
-    missing = [p for p, s in blobs.items() if s.oid not in contents]
+    absent = set(missing_objects(ws.repo.worktree, [s.oid for s in blobs.values()]))
+    missing = [p for p, s in blobs.items() if s.oid in absent]
     if missing:
         raise GuardsError(
             f"cannot restore {output.show_path(missing[0])}: its rescued blob does not read "
             f"back (run git fsck)"
         )
     top = ws.repo.worktree if top is None else top
+    shown = output.Progress(
+        "Restoring",
+        len(entries),
+        quiet=not progress or ws.config.quiet,
+        delay=ws.config.progress_delay,
+    )
+    by_oid: dict[str, list[str]] = {}
     for p, state in entries.items():
         if state is None:
-            continue
-        target = top / p
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if state.mode == GITLINK:
-            target.mkdir(exist_ok=True)  # a submodule's directory, as git checks it out
-            continue
-        data = contents[state.oid]
-        aside = target.parent / f".{target.name}.guards-restore-{os.getpid()}"
-        if state.mode == SYMLINK:
-            os.symlink(os.fsdecode(data), aside)
-        else:
-            mode = 0o777 if state.mode == EXECUTABLE else 0o666  # the umask applies
-            fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-            except BaseException:
-                os.unlink(aside)
-                raise
-        os.replace(aside, target)
+            shown.tick()
+        elif state.mode == GITLINK:
+            (top / p).mkdir(parents=True, exist_ok=True)  # a submodule's directory, as git
+            shown.tick()
+        elif state.mode != TREE:
+            by_oid.setdefault(state.oid, []).append(p)
+    for oid, data in read_back(ws.repo.worktree, by_oid, ws.repo.object_format):
+        if data is None:
+            raise GuardsError(
+                f"cannot restore {output.show_path(by_oid[oid][0])}: its rescued blob does "
+                f"not read back (run git fsck)"
+            )
+        for p in by_oid[oid]:
+            state = entries[p]
+            assert state is not None
+            _write_file(top / p, state, data)
+            shown.tick()
+    shown.done()
+
+
+def _write_file(target: Path, state: Entry, data: bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    aside = target.parent / f".{target.name}.guards-restore-{os.getpid()}"
+    if state.mode == SYMLINK:
+        os.symlink(os.fsdecode(data), aside)
+    else:
+        mode = 0o777 if state.mode == EXECUTABLE else 0o666  # the umask applies
+        fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        except BaseException:
+            os.unlink(aside)
+            raise
+    os.replace(aside, target)
 
 
 def restore_repository(ws: Workspace, r: Rescue) -> RestoredRepository:

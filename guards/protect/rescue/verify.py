@@ -71,7 +71,7 @@ def _check_blobs(ws: Workspace, cap: Capture, checked: set[str], bad_checked: se
         states += [e for _, e in cap.stages.get(p, [])]
         blobs.update(s.oid for s in states if s is not None and s.mode != GITLINK)
     bad = sorted(blobs & bad_checked)
-    bad += check_objects(ws.repo, blobs - checked)
+    bad += check_objects(ws.repo, blobs - checked, cap.env)
     if bad:
         raise SnapshotError(
             f"rescue could not be verified: object {bad[0]} is missing or corrupt "
@@ -145,7 +145,7 @@ def _nested_head(ws: Workspace, path: str) -> str | None:
 
 def _verify_tree(cap: Capture, tree: str, paths: list[str], kind: str) -> None:
     """Read the tree back: exactly the wanted paths differ from HEAD, as captured."""
-    changes = read_tree_changes(cap.repo, cap.head_tree, tree)
+    changes = read_tree_changes(cap.repo, cap.head_tree, tree, cap.env)
     wanted = set(paths)
     # A path that gave way to a wanted one (a directory replaced by a file) changes too.
     bad = [p for p in changes if p not in wanted and not displaced(p, wanted)]
