@@ -32,6 +32,7 @@ PACKAGES = {
     "claude": "@anthropic-ai/claude-code",
     "codex": "@openai/codex",
     "gemini": "@google/gemini-cli",
+    "copilot": "@github/copilot",
 }
 #: An unreachable registry fails in seconds, not after npm's minutes of retries.
 FAIL_FAST = [
@@ -59,6 +60,9 @@ FOREIGN_PREFIXES = (
     "GEMINI_",
     "GOOGLE_",
     "DISABLE_",
+    "COPILOT_",
+    "GH_",
+    "GITHUB_",
 )
 
 
