@@ -413,3 +413,39 @@ def run_gemini(
         timer.cancel()
     events = [_json_line(line) for line in out.splitlines() if line.strip()]
     return Run(returncode=proc.returncode, events=events, stderr=err)
+
+
+def run_copilot(
+    exe: Path,
+    cwd: Path,
+    prompt: str,
+    env: dict[str, str],
+    *,
+    timeout: float = 120,
+) -> Run:
+    """``copilot -p PROMPT --allow-all`` (headless: all tools, and paths outside the
+    folder such as the interpreter; ``COPILOT_ALLOW_ALL=true`` in ``env`` also trusts the
+    folder, without which repository hooks do not load). Its output is text: the session
+    id is read from the summary on stderr, ``copilot --resume=<id>``, into a
+    ``session_id`` event."""
+    args = [str(exe), "-p", prompt, "--allow-all"]
+    proc = subprocess.Popen(
+        args,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    timer = _killer(proc, timeout)
+    try:
+        out, err = proc.communicate()
+    finally:
+        timer.cancel()
+    events: list[dict[str, Any]] = [{"type": "text", "text": out}]
+    for word in (out + err).split():
+        if word.startswith("--resume="):
+            events.append({"type": "session", "session_id": word.removeprefix("--resume=")})
+    return Run(returncode=proc.returncode, events=events, stderr=err)
