@@ -163,3 +163,17 @@ def test_unreadable_input_that_could_run_git_is_denied_with_the_reason(repo: Pat
     said = answer(res)
     assert said["permissionDecision"] == "deny"
     assert "not JSON" in said["permissionDecisionReason"]
+
+
+def test_the_shim_in_the_line_finds_the_hooks_receipt_and_rescues_nothing_twice(
+    repo: Path,
+) -> None:
+    alice_dirty(repo)
+    assert "additionalContext" in answer(send(repo, "preToolUse", bash("git reset --hard")))
+    env = {"COPILOT_AGENT_SESSION_ID": SID}
+    shim = run_guards("run", "--", "reset", "--hard", cwd=repo, env=env)
+    assert shim.returncode == 0 and "guards:" not in shim.stderr, shim.stderr
+    assert len(rescue_refs(repo)) == 1
+    done = send(repo, "postToolUse", {**bash("git reset --hard"), "toolResult": {}})
+    assert done.returncode == 0, done.stderr
+    assert not any((repo / ".git/guards/receipts").iterdir())

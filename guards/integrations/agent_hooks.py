@@ -43,7 +43,8 @@ but no tool-call id: they are read as Claude's (:func:`from_copilot`; its tools 
 ``create``, ``edit`` as Bash, Write, Edit), shell lines' markers keyed as Gemini's. It
 answers with flat JSON (``additionalContext``; ``permissionDecision: deny`` with the
 reason), shows the model a preToolUse context after the tool result, and puts
-``COPILOT_AGENT_SESSION_ID`` in its shell commands' environment.
+``COPILOT_AGENT_SESSION_ID`` in its shell commands' environment (so a line's receipt is
+left under a key of the line's own, and the shim inside it finds it).
 
 The hot path (a shell line that neither mentions git nor names a command destroying
 files, nor holds a ``>``) imports nothing but ``json`` and guards.predict.shell_files,
@@ -310,7 +311,7 @@ def _pre_shell(harness: str, event: dict[str, Any]) -> int:
             return _deny(harness, verdict.deny)
         rescued, dirs = verdict.rescued, verdict.dirs
         if verdict.rescues:
-            receipts = _leave_receipts(event, sid, verdict.rescues)
+            receipts = _leave_receipts(harness, event, sid, verdict.rescues)
     _mark_start(event, sid, dirs, rescued, receipts)
     if rescued and harness in CONTEXT_BEFORE:
         return _emit(harness, "PreToolUse", additionalContext=_rescue_context(rescued))
@@ -384,18 +385,25 @@ def _marker_path(event: dict[str, Any], sid: str | None, *, new: bool = False) -
 
 
 def _leave_receipts(
-    event: dict[str, Any], sid: str | None, rescues: list[tuple[str, RescueResult]]
+    harness: str, event: dict[str, Any], sid: str | None, rescues: list[tuple[str, RescueResult]]
 ) -> list[str]:
     """What was rescued for this line, for the line's own ``guards run`` (the shim) to
     find (guards.protect.receipts); only for a line whose end the hook will see."""
     use_id = event.get("tool_use_id")
-    if sid is None or _marker_path(event, sid) is None or not isinstance(use_id, str):
+    key = use_id if isinstance(use_id, str) and use_id else None
+    marker = _marker_key(event)
+    if key is None and harness == "copilot" and marker is not None:
+        # No id, but its shell commands show the session: a key of this line's own
+        import time
+
+        key = f"{marker[0]}.{time.time_ns()}-{os.getpid()}"
+    if sid is None or key is None or _ledger_dir(_cwd(event)) is None:
         return []  # Gemini: no id, and its shell commands could not show a session anyway
     from guards.errors import GuardsError
     from guards.protect import receipts
 
     try:
-        return receipts.write(sid, use_id, rescues)
+        return receipts.write(sid, key, rescues)
     except (GuardsError, OSError) as e:  # without a receipt the shim rescues again: no loss
         _say(f"guards agent-hook: cannot leave the rescue receipt ({_one_line(e)})")
         return []

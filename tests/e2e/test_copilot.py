@@ -26,6 +26,8 @@ from tests.e2e.model_server import write as write_file
 from tests.e2e.scenario import (
     ALICE,
     ALICE_WORK,
+    FILES,
+    RESCUED,
     TOUR_PATHS,
     Tour,
     attributed_after_the_tour,
@@ -34,8 +36,10 @@ from tests.e2e.scenario import (
     project,
     rescue_refs,
     sessions,
+    show,
     write_work,
 )
+from tests.helpers import run_guards
 
 Model = Callable[..., ModelServer]
 #: What Copilot puts before a preToolUse hook's additionalContext.
@@ -48,9 +52,18 @@ def repo(tmp_path: Path) -> Path:
 
 
 def copilot_run(
-    copilot: Cli, repo: Path, server: ModelServer, env: dict[str, str] | None = None
+    copilot: Cli,
+    repo: Path,
+    server: ModelServer,
+    env: dict[str, str] | None = None,
+    shim: Path | None = None,
 ) -> Run:
+    """One headless prompt; with ``shim``, `guards install --shim DIR` first and DIR
+    first on the CLI's PATH."""
     assert copilot.path is not None
+    if shim is not None:
+        res = run_guards("install", "--shim", str(shim), "--no-aliases", cwd=repo)
+        assert res.returncode == 0, res.stderr
     full_env = cli_env(
         {
             "COPILOT_PROVIDER_TYPE": "anthropic",
@@ -59,7 +72,8 @@ def copilot_run(
             "COPILOT_MODEL": "claude-sonnet-4.5",
             "COPILOT_ALLOW_ALL": "true",
             **(env or {}),
-        }
+        },
+        path_first=[shim] if shim is not None else None,
     )
     run = run_copilot(copilot.path, repo, "go", full_env)
     assert run.returncode == 0, f"copilot exited {run.returncode}: {run.stderr[-2000:]}"
@@ -134,3 +148,21 @@ def test_the_frame_arrives_once_shell_commands_run_as_the_session_and_it_ends(
     assert json.loads((repo / "status.json").read_text())["caller"] == me(run)
     assert owners(repo) == {"README": ALICE, "status.json": me(run)}
     assert sessions(repo)[me(run)]["liveness"] == "ended"
+
+
+def test_hook_and_shim_rescue_the_same_work_once(
+    copilot: Cli, model: Model, repo: Path, tmp_path: Path
+) -> None:
+    """Copilot sends no tool-call id, but its shell commands show the session
+    (COPILOT_AGENT_SESSION_ID): the shim inside the line finds the hook's receipt."""
+    shim = tmp_path / "shim"
+    write_work(repo, ALICE_WORK)
+    server = model([[shell("command -v git; git reset --hard")], say("done")], flavour=COPILOT)
+    copilot_run(copilot, repo, server, shim=shim)
+    news = server.at_step(1).news()
+    assert str(shim / "git") in news  # Copilot's shell keeps PATH
+    assert (repo / "src/app.py").read_text() == FILES["src/app.py"]
+    [ref] = rescue_refs(repo)
+    assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
+    assert news.count(RESCUED) == 1
+    assert not any((repo / ".git/guards/receipts").iterdir())
