@@ -76,11 +76,17 @@ def build_parser(only: str | None = None) -> Parser:
 
 
 def add_harness_arguments(parser: argparse.ArgumentParser, verb: str) -> None:
-    """For install and uninstall: ``--claude`` / ``--codex`` / ``--gemini`` with
+    """For install and uninstall: ``--claude`` / ``--codex`` / ``--gemini`` /
+    ``--copilot`` with
     ``--project`` (default in a repository) or ``--user``."""
     parser.add_argument("--claude", action="store_true", help=f"{verb} Claude Code's settings.json")
     parser.add_argument("--codex", action="store_true", help=f"{verb} Codex CLI's hooks.json")
     parser.add_argument("--gemini", action="store_true", help=f"{verb} Gemini CLI's settings.json")
+    parser.add_argument(
+        "--copilot",
+        action="store_true",
+        help=f"{verb} GitHub Copilot CLI's .github/hooks/guards.json (a repository's only)",
+    )
     scope = parser.add_mutually_exclusive_group()
     scope.add_argument(
         "--project",

@@ -27,12 +27,12 @@ def _dispatch(args_list: list[str]) -> int:
         from guards.commands.run import main as guarded_git
 
         return guarded_git(args_list[1:])
-    if args_list[:1] == ["agent-hook"] and len(args_list) == 2:
-        # Every tool call of an agent: the harness name is the only argument.
+    if args_list[:1] == ["agent-hook"] and len(args_list) in (2, 3):
+        # Every tool call of an agent: the harness name (Copilot: and the event) only.
         from guards.commands import agent_hook
 
         if args_list[1] in agent_hook.HARNESSES:
-            return agent_hook.main(args_list[1], sys.stdin.buffer.read())
+            return agent_hook.fast_main(args_list[1:])
     if args_list[:1] == ["frame"]:
         # Before every agent turn: its few options are read without argparse.
         from guards.commands.frame import fast_main

@@ -45,12 +45,18 @@ def run_guards(
 
 
 def run_agent_hook(
-    harness: str, cwd: Path | str, body: bytes, env: dict[str, str] | None = None
+    harness: str,
+    cwd: Path | str,
+    body: bytes,
+    env: dict[str, str] | None = None,
+    event: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """The agent hook as the harnesses run it: ``python -m guards.commands.agent_hook
-    <harness>`` in a process of its own, the event on stdin."""
+    <harness> [<event>]`` in a process of its own, the event on stdin (``event``: for
+    Copilot, whose payloads name none)."""
     full_env = {**os.environ, **(env or {})}
-    return text_of(warm.run([harness], cwd, full_env, body, 60, module=AGENT_HOOK))
+    args = [harness] if event is None else [harness, event]
+    return text_of(warm.run(args, cwd, full_env, body, 60, module=AGENT_HOOK))
 
 
 AGENT_HOOK = "guards.commands.agent_hook"

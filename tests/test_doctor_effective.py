@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.helpers import git, install_with_disposable_python, path_without_guards, run_guards
@@ -99,3 +101,20 @@ def test_artifacts_of_a_gone_interpreter_are_not_ok(repo: Path, tmp_path: Path) 
         assert finding["level"] == "problem", check
         assert "guards is gone" in str(finding["message"]), check
         assert str(finding["fix"]).startswith("reinstall git-guards, then guards install"), check
+
+
+def test_copilot_hooks_of_a_gone_interpreter_are_not_ok(repo: Path, tmp_path: Path) -> None:
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    python = venv / "python3"
+    python.symlink_to(sys.executable)
+    install = [str(python), "-m", "guards", "install", "--copilot", "--no-aliases"]
+    res = subprocess.run(install, cwd=repo, capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stderr
+    assert "harness-runner" not in doctor(repo)
+    python.unlink()
+    [finding] = doctor(repo, PATH=path_without_guards())["harness-runner"]
+    assert finding["level"] == "problem"
+    assert "the copilot hooks in" in str(finding["message"])
+    assert "guards is gone" in str(finding["message"])
+    assert finding["fix"] == "reinstall git-guards, then guards install --copilot"

@@ -236,3 +236,49 @@ def test_claude_shared_install_writes_the_team_settings(repo: Path) -> None:
     shared = repo / ".claude/settings.json"
     assert our_commands(json.loads(shared.read_text()))["SessionEnd"] == [""]
     assert res.stderr == ""
+
+
+def test_copilot_install_writes_its_own_hooks_file_and_uninstall_takes_only_ours(
+    repo: Path,
+) -> None:
+    hooks = repo / ".github/hooks"
+    hooks.mkdir(parents=True)
+    theirs = hooks / "team.json"
+    theirs_text = json.dumps(
+        {"version": 1, "hooks": {"preToolUse": [{"type": "command", "bash": "my-linter"}]}}
+    )
+    theirs.write_text(theirs_text)
+    res = run_guards("install", "--copilot", "--no-aliases", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    ours = hooks / "guards.json"
+    doc = json.loads(ours.read_text())
+    assert doc["version"] == 1
+    assert list(doc["hooks"]) == list(harness_settings.COPILOT_EVENTS)
+    for event, [entry] in doc["hooks"].items():
+        assert entry["type"] == "command" and entry["timeoutSec"] == 60
+        assert f"agent_hook copilot {event}; fi" in entry["bash"]
+    again = run_guards("install", "--copilot", "--no-aliases", cwd=repo)
+    assert "nothing to do" in again.stdout
+    # a hook the user added to our file stays when ours go
+    doc["hooks"]["sessionEnd"].append({"type": "command", "bash": "notify-send bye"})
+    ours.write_text(json.dumps(doc))
+    res = run_guards("uninstall", "--copilot", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(ours.read_text()) == {
+        "version": 1,
+        "hooks": {"sessionEnd": [{"type": "command", "bash": "notify-send bye"}]},
+    }
+    assert theirs.read_text() == theirs_text
+
+
+def test_copilot_uninstall_removes_the_file_it_wrote_and_user_scope_is_refused(
+    repo: Path, tmp_path: Path
+) -> None:
+    assert run_guards("install", "--copilot", "--no-aliases", cwd=repo).returncode == 0
+    assert run_guards("uninstall", "--copilot", cwd=repo).returncode == 0
+    assert not (repo / ".github").exists()
+    for where, args in ((repo, ["--copilot", "--user"]), (tmp_path, ["--copilot"])):
+        res = run_guards("install", *args, cwd=where)
+        assert res.returncode != 0
+        assert res.stderr.strip().startswith("guards: GitHub Copilot CLI hooks are installed")
+        assert "Traceback" not in res.stderr

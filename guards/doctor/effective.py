@@ -95,8 +95,9 @@ def _harness_findings(ctx: Context) -> list[Finding]:
 
     project = Path(ctx.repo.toplevel) if ctx.repo is not None and ctx.repo.toplevel else None
     paths: list[tuple[str, Path]] = []
-    for harness in ("claude", "codex", "gemini"):
-        paths.append((harness, harness_settings.settings_path(harness, "user", None)))
+    for harness in ("claude", "codex", "gemini", "copilot"):
+        if harness != "copilot":  # Copilot's hooks are the repository's only
+            paths.append((harness, harness_settings.settings_path(harness, "user", None)))
         if project is not None:
             for shared in (False, True):
                 paths.append(
@@ -113,16 +114,7 @@ def _harness_findings(ctx: Context) -> list[Finding]:
             doc = harness_settings.read_settings(path)
         except Exception:
             continue
-        hooks = doc.get("hooks")
-        commands = [
-            h["command"]
-            for groups in (hooks.values() if isinstance(hooks, dict) else [])
-            if isinstance(groups, list)
-            for g in groups
-            if isinstance(g, dict)
-            for h in g.get("hooks") or []
-            if harness_settings.is_ours(h)
-        ]
+        commands = harness_settings.our_commands(doc)
         if commands:
             fix = f"guards install --{harness}" + (
                 " --user"

@@ -1,5 +1,5 @@
-"""The agent harnesses' hook events (``guards agent-hook claude|codex|gemini``, JSON on
-stdin).
+"""The agent harnesses' hook events (``guards agent-hook claude|codex|gemini``, and
+``guards agent-hook copilot <event>``; JSON on stdin).
 
 One handler for every hook event the harness sends (Gemini CLI's names in brackets:
 ``BeforeTool``, ``AfterTool``, ``BeforeAgent``; its tools ``run_shell_command``,
@@ -36,6 +36,16 @@ context from BeforeTool, so a rescue is told after the line ran (AfterTool), as 
 Codex. It puts no session id in its shell commands' environment: they stay unidentified
 (the hook itself acts as the session).
 
+GitHub Copilot CLI's payloads name no event (the installed command does: ``preToolUse``,
+``postToolUse``, ``sessionStart``, ``userPromptSubmitted``, ``agentStop``,
+``sessionEnd``) and carry ``sessionId``, ``toolName``, ``toolArgs`` and ``toolResult``
+but no tool-call id: they are read as Claude's (:func:`from_copilot`; its tools ``bash``,
+``create``, ``edit`` as Bash, Write, Edit), shell lines' markers keyed as Gemini's. It
+answers with flat JSON (``additionalContext``; ``permissionDecision: deny`` with the
+reason), shows the model a preToolUse context after the tool result, and puts
+``COPILOT_AGENT_SESSION_ID`` in its shell commands' environment (so a line's receipt is
+left under a key of the line's own, and the shim inside it finds it).
+
 The hot path (a shell line that neither mentions git nor names a command destroying
 files, nor holds a ``>``) imports nothing but ``json`` and guards.predict.shell_files,
 and runs no git. Run it as ``python -m guards.commands.agent_hook claude`` to skip
@@ -60,7 +70,20 @@ if TYPE_CHECKING:
     from guards.protect.rescue import RescueResult
     from guards.state.workspace import Workspace
 
-HARNESSES = ("claude", "codex", "gemini")
+HARNESSES = ("claude", "codex", "gemini", "copilot")
+#: GitHub Copilot CLI's events (named by the installed command) as Claude's.
+COPILOT_EVENTS = {
+    "preToolUse": "PreToolUse",
+    "postToolUse": "PostToolUse",
+    "sessionStart": "SessionStart",
+    "userPromptSubmitted": "UserPromptSubmit",
+    "agentStop": "Stop",
+    "sessionEnd": "SessionEnd",
+}
+#: Copilot's shell and write tools as Claude's (their ``path`` read as ``file_path``).
+COPILOT_TOOLS = {"bash": "Bash", "create": "Write", "edit": "Edit"}
+#: Harnesses that show the model a PreToolUse context (the others: after the command).
+CONTEXT_BEFORE = frozenset({"claude", "copilot"})
 #: Tools whose input is a shell line.
 SHELL_TOOLS = frozenset(
     {"Bash", "shell", "local_shell", "exec_command", "unified_exec", "run_shell_command"}
@@ -93,14 +116,17 @@ OBSERVE_DIR = "observe"
 OBSERVE_MAX_AGE = 24 * 3600
 
 
-def main(harness: str, raw: bytes) -> int:
-    """Answer one hook event; never raises, never prints a traceback."""
+def main(harness: str, raw: bytes, event_name: str | None = None) -> int:
+    """Answer one hook event; never raises, never prints a traceback. ``event_name``:
+    the event, for a harness whose payload names none (Copilot)."""
     try:
         event = json.loads(raw)
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
-        return _malformed(raw, f"hook input is not JSON ({e.__class__.__name__})")
+        return _malformed(raw, f"hook input is not JSON ({e.__class__.__name__})", event_name)
     if not isinstance(event, dict):
-        return _malformed(raw, "hook input is not a JSON object")
+        return _malformed(raw, "hook input is not a JSON object", event_name)
+    if harness == "copilot":
+        event = from_copilot(event, event_name or "")
     name = event.get("hook_event_name")
     if not isinstance(name, str):
         return _malformed(raw, "hook input has no hook_event_name")
@@ -112,6 +138,31 @@ def main(harness: str, raw: bytes) -> int:
             return _deny(harness, f"guards could not check this command ({message})")
         _say(f"guards agent-hook: {name}: {message}")
         return HOOK_ERROR
+
+
+def from_copilot(event: dict[str, Any], name: str) -> dict[str, Any]:
+    """A Copilot CLI payload as Claude's: the event named by the command line, its tools
+    and their ``path`` by Claude's names, ``toolResult`` as ``tool_response``."""
+    args = event.get("toolArgs")
+    if isinstance(args, str):  # documented as JSON text; 1.0.102 sends an object
+        import contextlib
+
+        with contextlib.suppress(ValueError, RecursionError):
+            args = json.loads(args)
+    tool = event.get("toolName")
+    if isinstance(args, dict) and tool in ("create", "edit") and "path" in args:
+        args = {**args, "file_path": args["path"]}
+    out = {
+        "hook_event_name": COPILOT_EVENTS.get(name, name),
+        "session_id": event.get("sessionId"),
+        "cwd": event.get("cwd"),
+    }
+    if tool is not None:
+        out["tool_name"] = COPILOT_TOOLS.get(tool, tool) if isinstance(tool, str) else tool
+        out["tool_input"] = args
+    if "toolResult" in event:
+        out["tool_response"] = event["toolResult"]
+    return out
 
 
 def _guarded_text(text: str) -> bool:
@@ -159,8 +210,11 @@ def _one_line(e: BaseException) -> str:
     return text[0] if text else type(e).__name__
 
 
-def _emit(name: str, **fields: str) -> int:
-    sys.stdout.write(json.dumps({"hookSpecificOutput": {"hookEventName": name, **fields}}))
+def _emit(harness: str, name: str, **fields: str) -> int:
+    answer: dict[str, Any] = dict(fields)
+    if harness != "copilot":  # Copilot reads the fields at the top level
+        answer = {"hookSpecificOutput": {"hookEventName": name, **fields}}
+    sys.stdout.write(json.dumps(answer))
     sys.stdout.write("\n")
     sys.stdout.flush()
     return 0
@@ -168,20 +222,28 @@ def _emit(name: str, **fields: str) -> int:
 
 def _deny(harness: str, reason: str) -> int:
     reason = reason if reason.startswith("guards") else f"guards: {reason}"
-    if harness == "claude":
-        return _emit("PreToolUse", permissionDecision="deny", permissionDecisionReason=reason)
+    if harness in CONTEXT_BEFORE:  # Copilot: exit 2 would tell only "exited with code 2"
+        return _emit(
+            harness, "PreToolUse", permissionDecision="deny", permissionDecisionReason=reason
+        )
     _say(reason)
     return BLOCK
 
 
-def _malformed(raw: bytes, problem: str) -> int:
+def _malformed(raw: bytes, problem: str, event_name: str | None = None) -> int:
     """Fail closed for what could be a shell line running git; else one line, go on."""
     text = raw.decode("utf-8", "replace")
     could_run_git = "git" in text.lower() and (
-        "PreToolUse" in text or "BeforeTool" in text or "hook_event_name" not in text
+        "PreToolUse" in text
+        or "BeforeTool" in text
+        or event_name == "preToolUse"
+        or ("hook_event_name" not in text and event_name is None)
     )
     if could_run_git:
-        _say(f"guards: {problem}; refusing a command that could run git unchecked")
+        reason = f"guards: {problem}; refusing a command that could run git unchecked"
+        if event_name is not None:  # Copilot: its deny answer carries the reason
+            return _deny("copilot", reason)
+        _say(reason)
         return BLOCK
     _say(f"guards agent-hook: {problem}")
     return HOOK_ERROR
@@ -249,10 +311,10 @@ def _pre_shell(harness: str, event: dict[str, Any]) -> int:
             return _deny(harness, verdict.deny)
         rescued, dirs = verdict.rescued, verdict.dirs
         if verdict.rescues:
-            receipts = _leave_receipts(event, sid, verdict.rescues)
+            receipts = _leave_receipts(harness, event, sid, verdict.rescues)
     _mark_start(event, sid, dirs, rescued, receipts)
-    if rescued and harness == "claude":
-        return _emit("PreToolUse", additionalContext=_rescue_context(rescued))
+    if rescued and harness in CONTEXT_BEFORE:
+        return _emit(harness, "PreToolUse", additionalContext=_rescue_context(rescued))
     for line in rescued:
         _say(line)
     return 0
@@ -323,18 +385,25 @@ def _marker_path(event: dict[str, Any], sid: str | None, *, new: bool = False) -
 
 
 def _leave_receipts(
-    event: dict[str, Any], sid: str | None, rescues: list[tuple[str, RescueResult]]
+    harness: str, event: dict[str, Any], sid: str | None, rescues: list[tuple[str, RescueResult]]
 ) -> list[str]:
     """What was rescued for this line, for the line's own ``guards run`` (the shim) to
     find (guards.protect.receipts); only for a line whose end the hook will see."""
     use_id = event.get("tool_use_id")
-    if sid is None or _marker_path(event, sid) is None or not isinstance(use_id, str):
+    key = use_id if isinstance(use_id, str) and use_id else None
+    marker = _marker_key(event)
+    if key is None and harness == "copilot" and marker is not None:
+        # No id, but its shell commands show the session: a key of this line's own
+        import time
+
+        key = f"{marker[0]}.{time.time_ns()}-{os.getpid()}"
+    if sid is None or key is None or _ledger_dir(_cwd(event)) is None:
         return []  # Gemini: no id, and its shell commands could not show a session anyway
     from guards.errors import GuardsError
     from guards.protect import receipts
 
     try:
-        return receipts.write(sid, use_id, rescues)
+        return receipts.write(sid, key, rescues)
     except (GuardsError, OSError) as e:  # without a receipt the shim rescues again: no loss
         _say(f"guards agent-hook: cannot leave the rescue receipt ({_one_line(e)})")
         return []
@@ -389,10 +458,10 @@ def _post_shell(harness: str, event: dict[str, Any]) -> int:
         if isinstance(directory, str):
             _observe(directory, sid, threshold)
     rescued = marker.get("rescued") if isinstance(marker, dict) else None
-    if harness != "claude" and isinstance(rescued, list) and rescued:
+    if harness not in CONTEXT_BEFORE and isinstance(rescued, list) and rescued:
         # Codex and Gemini show the model no context from before the command: after it.
         context = _rescue_context([str(r) for r in rescued])
-        return _emit(str(event.get("hook_event_name")), additionalContext=context)
+        return _emit(harness, str(event.get("hook_event_name")), additionalContext=context)
     return 0
 
 
@@ -579,8 +648,8 @@ def _pre_write(harness: str, event: dict[str, Any]) -> int:
     if verdict.deny:
         _leave_writes(event, sid, files)
         return _deny(harness, verdict.deny)
-    if verdict.rescued and harness == "claude":
-        return _emit("PreToolUse", additionalContext=_rescue_context(verdict.rescued))
+    if verdict.rescued and harness in CONTEXT_BEFORE:
+        return _emit(harness, "PreToolUse", additionalContext=_rescue_context(verdict.rescued))
     for line in verdict.rescued:
         _say(line)
     return 0
@@ -607,7 +676,9 @@ def _post_edit(harness: str, event: dict[str, Any]) -> int:
 
 def _failed(event: dict[str, Any]) -> bool:
     response = event.get("tool_response")
-    return isinstance(response, dict) and bool(response.get("error"))
+    return isinstance(response, dict) and (
+        bool(response.get("error")) or response.get("resultType") in ("failure", "denied")
+    )
 
 
 def _post_patch(harness: str, event: dict[str, Any]) -> int:
@@ -704,7 +775,7 @@ def _frame_event(harness: str, event: dict[str, Any], name: str) -> int:
         return 0
     if not text:
         return 0
-    return _emit(name, additionalContext=text)
+    return _emit(harness, name, additionalContext=text)
 
 
 def _export_identity(sid: str | None) -> None:

@@ -15,10 +15,21 @@ hooks and other settings are never modified (our own hook, installed by an older
 with another matcher, is taken out of its group first, so it never runs twice).
 Uninstall removes only hook entries whose command is ours (it runs
 ``guards.commands.agent_hook``), and a group or event list only when that left it empty.
+
+GitHub Copilot CLI reads every ``.github/hooks/*.json`` of the project (in a folder it
+trusts), flat lists without matchers, one command per event (its payloads name no
+event, so the command does)::
+
+    {"version": 1, "hooks": {"preToolUse": [{"type": "command", "bash": "...",
+                                             "timeoutSec": 60}]}}
+
+guards writes its own file there, ``.github/hooks/guards.json``, and never touches the
+others; uninstall takes our entries out of it and removes it when nothing else is left.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -32,7 +43,7 @@ from guards.fsutil import KEEP_MODE, atomic_write
 from guards.integrations.installation import Step, recorded_python, sh_prefers_recorded
 
 #: Recognises our hook commands, whichever python or spelling installed them.
-OURS = re.compile(r"guards(?:\.commands\.agent_hook| agent-hook) (?:claude|codex|gemini)\b")
+OURS = re.compile(r"guards(?:\.commands\.agent_hook| agent-hook) (?:claude|codex|gemini|copilot)\b")
 
 #: event -> matcher (None: the event takes no matcher)
 CLAUDE_EVENTS: dict[str, str | None] = {
@@ -64,6 +75,15 @@ GEMINI_EVENTS: dict[str, str | None] = {
     "AfterAgent": None,
     "SessionEnd": None,
 }
+#: Copilot runs every hook for every tool (no matchers); the hook tells the tools apart.
+COPILOT_EVENTS = (
+    "preToolUse",
+    "postToolUse",
+    "sessionStart",
+    "userPromptSubmitted",
+    "agentStop",
+    "sessionEnd",
+)
 EVENTS = {"claude": CLAUDE_EVENTS, "codex": CODEX_EVENTS, "gemini": GEMINI_EVENTS}
 #: Seconds the harness waits for us (a rescue of a large tree takes a while).
 TIMEOUT = 60
@@ -75,19 +95,22 @@ FOLDERS = {
     "claude": (".claude", "settings.json"),
     "codex": (".codex", "hooks.json"),
     "gemini": (".gemini", "settings.json"),
+    "copilot": (".github/hooks", "guards.json"),
 }
 
 
-def hook_command(harness: str) -> str:
+def hook_command(harness: str, event: str | None = None) -> str:
     """The command the harness runs: the recorded python and our module (no argparse on
     the way) while that python still has this guards, else ``guards`` on PATH, else exit
     2 with one line (the harnesses block a tool call on 2 and show the line): never a
     silent pass. Wrapped in ``sh -c`` so that a harness that splits the command itself
-    runs the same script as one that hands it to a shell."""
+    runs the same script as one that hands it to a shell. ``event``: Copilot's, named on
+    the command line (its payloads name none)."""
     py = shlex.quote(recorded_python())
+    target = harness if event is None else f"{harness} {event}"
     script = (
-        f"if {sh_prefers_recorded()}; then exec {py} -m guards.commands.agent_hook {harness}; "
-        f'fi; g=$(command -v guards) && exec "$g" agent-hook {harness}; '
+        f"if {sh_prefers_recorded()}; then exec {py} -m guards.commands.agent_hook {target}; "
+        f'fi; g=$(command -v guards) && exec "$g" agent-hook {target}; '
         f'echo "guards: the {harness} hook cannot run: guards is not installed any more '
         f"({py} is gone or lost it) and no guards is on PATH; reinstall git-guards, or "
         f'guards uninstall --{harness}" >&2; exit 2'
@@ -110,6 +133,11 @@ def settings_path(
     if harness == "claude" and scope == "project" and not shared:
         name = CLAUDE_LOCAL
     if scope == "user":
+        if harness == "copilot":
+            raise UsageError(
+                "GitHub Copilot CLI hooks are installed per repository "
+                "(.github/hooks/guards.json): leave out --user"
+            )
         if harness == "codex" and os.environ.get("CODEX_HOME"):
             return Path(os.environ["CODEX_HOME"]) / name
         if harness == "gemini" and os.environ.get("GEMINI_CLI_HOME"):
@@ -121,11 +149,70 @@ def settings_path(
 
 
 def is_ours(hook: object) -> bool:
-    return (
-        isinstance(hook, dict)
-        and isinstance(hook.get("command"), str)
-        and bool(OURS.search(hook["command"]))
-    )
+    """Whether a hook entry runs our agent hook (Copilot's command is under ``bash``)."""
+    if not isinstance(hook, dict):
+        return False
+    command = hook.get("command", hook.get("bash"))
+    return isinstance(command, str) and bool(OURS.search(command))
+
+
+def our_commands(doc: dict[str, Any]) -> list[str]:
+    """The commands of our hook entries in a settings document, either shape."""
+    hooks = doc.get("hooks")
+    found: list[str] = []
+    for entries in hooks.values() if isinstance(hooks, dict) else []:
+        for entry in entries if isinstance(entries, list) else []:
+            inner = entry.get("hooks") if isinstance(entry, dict) else None
+            for h in inner if isinstance(inner, list) else [entry]:
+                if is_ours(h):
+                    found.append(str(h.get("command", h.get("bash"))))
+    return found
+
+
+def copilot_hook(event: str) -> dict[str, Any]:
+    """Our Copilot hook entry for ``event``, exactly as install writes it."""
+    return {"type": "command", "bash": hook_command("copilot", event), "timeoutSec": TIMEOUT}
+
+
+def merge_copilot(doc: dict[str, Any]) -> list[str]:
+    """Our hooks into our Copilot hooks file ``doc``, in place; returns the events that
+    changed (entries of ours that differ are replaced, anything else is kept)."""
+    doc.setdefault("version", 1)
+    hooks = doc.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise UsageError('the hooks file has a "hooks" entry that is not an object')
+    changed = []
+    for event in COPILOT_EVENTS:
+        entries = hooks.setdefault(event, [])
+        if not isinstance(entries, list):
+            raise UsageError(f'the hooks file has a "hooks.{event}" entry that is not a list')
+        want = copilot_hook(event)
+        if [h for h in entries if is_ours(h)] == [want]:
+            continue
+        entries[:] = [h for h in entries if not is_ours(h)] + [want]
+        changed.append(event)
+    return changed
+
+
+def remove_copilot(doc: dict[str, Any]) -> list[str]:
+    """Our hooks out of a Copilot hooks file ``doc``, in place; returns their events."""
+    hooks = doc.get("hooks")
+    if not isinstance(hooks, dict):
+        return []
+    removed = []
+    for event in list(hooks):
+        entries = hooks[event]
+        if not isinstance(entries, list) or not any(is_ours(h) for h in entries):
+            continue
+        removed.append(event)
+        rest = [h for h in entries if not is_ours(h)]
+        if rest:
+            hooks[event] = rest
+        else:
+            del hooks[event]
+    if removed and not hooks:
+        del doc["hooks"]
+    return removed
 
 
 def merge(doc: dict[str, Any], harness: str, command: str) -> list[str]:
@@ -231,6 +318,8 @@ def write_settings(path: Path, doc: dict[str, Any]) -> None:
 
 
 def plan_install(harness: str, path: Path) -> list[Step]:
+    if harness == "copilot":
+        return _plan_copilot(path, install=True)
     doc = read_settings(path)
     events = merge(doc, harness, hook_command(harness))
     if not events:
@@ -244,6 +333,8 @@ def plan_install(harness: str, path: Path) -> list[Step]:
 
 
 def plan_uninstall(harness: str, path: Path) -> list[Step]:
+    if harness == "copilot":
+        return _plan_copilot(path, install=False)
     doc = read_settings(path) if path.exists() else {}
     events = remove(doc)
     if not events:
@@ -254,6 +345,33 @@ def plan_uninstall(harness: str, path: Path) -> list[Step]:
             _writer(path, remove),
         )
     ]
+
+
+def _plan_copilot(path: Path, *, install: bool) -> list[Step]:
+    """Our own ``.github/hooks/guards.json``: written, or our entries taken out of it and
+    the file removed when nothing but its version is left."""
+    change = merge_copilot if install else remove_copilot
+    doc = read_settings(path) if install or path.exists() else {}
+    events = change(doc)
+    if not events:
+        return []
+
+    def apply() -> None:
+        doc = read_settings(path)  # again: the file may have changed since the plan
+        change(doc)
+        if install or set(doc) - {"version"}:
+            write_settings(path, doc)
+        else:
+            path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # the folders install made, if now empty
+                path.parent.rmdir()
+                path.parent.parent.rmdir()
+
+    if install:
+        what = f"add the guards copilot hooks ({', '.join(events)}) to {path}"
+    else:
+        what = f"remove the guards copilot hooks ({', '.join(events)}) from {path}"
+    return [Step(what, apply)]
 
 
 def _writer(path: Path, change: Callable[[dict[str, Any]], object]) -> Callable[[], None]:

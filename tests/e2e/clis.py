@@ -32,6 +32,7 @@ PACKAGES = {
     "claude": "@anthropic-ai/claude-code",
     "codex": "@openai/codex",
     "gemini": "@google/gemini-cli",
+    "copilot": "@github/copilot",
 }
 #: An unreachable registry fails in seconds, not after npm's minutes of retries.
 FAIL_FAST = [
@@ -59,6 +60,9 @@ FOREIGN_PREFIXES = (
     "GEMINI_",
     "GOOGLE_",
     "DISABLE_",
+    "COPILOT_",
+    "GH_",
+    "GITHUB_",
 )
 
 
@@ -408,4 +412,40 @@ def run_gemini(
     finally:
         timer.cancel()
     events = [_json_line(line) for line in out.splitlines() if line.strip()]
+    return Run(returncode=proc.returncode, events=events, stderr=err)
+
+
+def run_copilot(
+    exe: Path,
+    cwd: Path,
+    prompt: str,
+    env: dict[str, str],
+    *,
+    timeout: float = 120,
+) -> Run:
+    """``copilot -p PROMPT --allow-all`` (headless: all tools, and paths outside the
+    folder such as the interpreter; ``COPILOT_ALLOW_ALL=true`` in ``env`` also trusts the
+    folder, without which repository hooks do not load). Its output is text: the session
+    id is read from the summary on stderr, ``copilot --resume=<id>``, into a
+    ``session_id`` event."""
+    args = [str(exe), "-p", prompt, "--allow-all"]
+    proc = subprocess.Popen(
+        args,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    timer = _killer(proc, timeout)
+    try:
+        out, err = proc.communicate()
+    finally:
+        timer.cancel()
+    events: list[dict[str, Any]] = [{"type": "text", "text": out}]
+    for word in (out + err).split():
+        if word.startswith("--resume="):
+            events.append({"type": "session", "session_id": word.removeprefix("--resume=")})
     return Run(returncode=proc.returncode, events=events, stderr=err)

@@ -38,14 +38,21 @@ def gemini(clis: dict[str, Cli]) -> Cli:
 
 
 @pytest.fixture
+def copilot(clis: dict[str, Cli]) -> Cli:
+    return _cli(clis, "copilot")
+
+
+@pytest.fixture
 def model() -> Iterator[Callable[..., ModelServer]]:
     """Start a fake model answering from a script; stopped (and checked) at teardown."""
     servers: list[ModelServer] = []
 
     def start(
-        script: list[Step], before_step: dict[int, Callable[[], object]] | None = None
+        script: list[Step],
+        before_step: dict[int, Callable[[], object]] | None = None,
+        flavour: str = "",
     ) -> ModelServer:
-        server = ModelServer(script, before_step=before_step or {}).start()
+        server = ModelServer(script, before_step=before_step or {}, flavour=flavour).start()
         servers.append(server)
         return server
 

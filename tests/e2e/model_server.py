@@ -32,6 +32,8 @@ from typing import Any
 ANTHROPIC = "anthropic"
 OPENAI = "openai"
 GEMINI = "gemini"
+#: GitHub Copilot CLI: the Anthropic wire format with its own tools (bash, create, edit).
+COPILOT = "copilot"
 
 #: What the model says when it has nothing left to do.
 DONE = "done"
@@ -101,6 +103,8 @@ class ModelServer:
     script: list[Step]
     lifetime: float = 120.0
     before_step: dict[int, Callable[[], object]] = field(default_factory=dict)
+    #: The CLI whose own tools a wire format carries ("" : the wire format's usual CLI).
+    flavour: str = ""
     requests: list[Request] = field(default_factory=list)
     #: Problems seen while answering (a tool the CLI did not offer, an unknown path...).
     errors: list[str] = field(default_factory=list)
@@ -196,7 +200,7 @@ class ModelServer:
             offered = tool_names(dialect, body)
             if not isinstance(reply, str):
                 for action in reply:
-                    name = tool_for(dialect, action)
+                    name = tool_for(self.flavour or dialect, action)
                     if name not in offered:
                         self.errors.append(f"step {step}: {name} not offered ({sorted(offered)})")
         else:
@@ -258,6 +262,7 @@ def dialect_of(path: str) -> str | None:
 #: The neutral actions as each CLI's tools name them.
 TOOLS = {
     ANTHROPIC: {"shell": "Bash", "write": "Write", "edit": "Edit", "read": "Read"},
+    COPILOT: {"shell": "bash", "write": "create", "edit": "edit", "read": "view"},
     OPENAI: {
         "shell": "exec_command",
         "write": "apply_patch",
@@ -351,8 +356,10 @@ def _sse(events: Iterator[tuple[str | None, dict[str, Any]]]) -> bytes:
 # Anthropic Messages ---------------------------------------------------------------------
 
 
-def _anthropic_input(action: Action) -> dict[str, str]:
+def _anthropic_input(action: Action, flavour: str = "") -> dict[str, str]:
     a = action.args
+    if flavour == COPILOT:
+        return _copilot_input(action)
     if action.kind == "shell":
         return {"command": a["command"], "description": "run a command"}
     if action.kind == "write":
@@ -360,6 +367,17 @@ def _anthropic_input(action: Action) -> dict[str, str]:
     if action.kind == "read":
         return {"file_path": a["path"]}
     return {"file_path": a["path"], "old_string": a["old"], "new_string": a["new"]}
+
+
+def _copilot_input(action: Action) -> dict[str, str]:
+    a = action.args
+    if action.kind == "shell":
+        return {"command": a["command"], "description": "run a command", "mode": "sync"}
+    if action.kind == "write":
+        return {"path": a["path"], "file_text": a["content"]}
+    if action.kind == "read":
+        return {"path": a["path"]}
+    return {"path": a["path"], "old_str": a["old"], "new_str": a["new"]}
 
 
 def anthropic_reply(
@@ -374,8 +392,8 @@ def anthropic_reply(
                 {
                     "type": "tool_use",
                     "id": server.next_id("toolu"),
-                    "name": tool_for(ANTHROPIC, action),
-                    "input": _anthropic_input(action),
+                    "name": tool_for(server.flavour or ANTHROPIC, action),
+                    "input": _anthropic_input(action, server.flavour),
                 }
             )
     stop = "end_turn" if isinstance(reply, str) else "tool_use"
