@@ -296,6 +296,29 @@ def _killer(proc: subprocess.Popen[str], timeout: float) -> threading.Timer:
     return timer
 
 
+def _headless(
+    args: list[str], cwd: Path, env: dict[str, str], timeout: float
+) -> tuple[int, str, str]:
+    """Run a CLI headless in a process group of its own (killed whole after ``timeout``
+    seconds): its exit status, stdout and stderr."""
+    proc = subprocess.Popen(
+        args,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    timer = _killer(proc, timeout)
+    try:
+        out, err = proc.communicate()
+    finally:
+        timer.cancel()
+    return proc.returncode, out, err
+
+
 def run_codex(
     exe: Path,
     cwd: Path,
@@ -312,25 +335,11 @@ def run_codex(
         args = [str(exe), "exec", "--json", "--sandbox", "danger-full-access"]
         if thread is not None:
             args += ["resume", thread]
-        proc = subprocess.Popen(
-            [*args, prompt],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        timer = _killer(proc, timeout)
-        try:
-            out, err = proc.communicate()
-        finally:
-            timer.cancel()
+        returncode, out, err = _headless([*args, prompt], cwd, env, timeout)
         run.events += [_json_line(line) for line in out.splitlines() if line.strip()]
         run.stderr += err
-        run.returncode = proc.returncode
-        if proc.returncode != 0:
+        run.returncode = returncode
+        if returncode != 0:
             break
         thread = thread or _thread_id(run)
     return run
@@ -396,23 +405,9 @@ def run_gemini(
     """``gemini -p --approval-mode yolo`` (headless, without yolo no shell or write tool),
     its events as stream-json."""
     args = [str(exe), "-p", prompt, "--approval-mode", "yolo", "--output-format", "stream-json"]
-    proc = subprocess.Popen(
-        args,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    timer = _killer(proc, timeout)
-    try:
-        out, err = proc.communicate()
-    finally:
-        timer.cancel()
+    returncode, out, err = _headless(args, cwd, env, timeout)
     events = [_json_line(line) for line in out.splitlines() if line.strip()]
-    return Run(returncode=proc.returncode, events=events, stderr=err)
+    return Run(returncode=returncode, events=events, stderr=err)
 
 
 def run_copilot(
@@ -429,23 +424,9 @@ def run_copilot(
     id is read from the summary on stderr, ``copilot --resume=<id>``, into a
     ``session_id`` event."""
     args = [str(exe), "-p", prompt, "--allow-all"]
-    proc = subprocess.Popen(
-        args,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    timer = _killer(proc, timeout)
-    try:
-        out, err = proc.communicate()
-    finally:
-        timer.cancel()
+    returncode, out, err = _headless(args, cwd, env, timeout)
     events: list[dict[str, Any]] = [{"type": "text", "text": out}]
     for word in (out + err).split():
         if word.startswith("--resume="):
             events.append({"type": "session", "session_id": word.removeprefix("--resume=")})
-    return Run(returncode=proc.returncode, events=events, stderr=err)
+    return Run(returncode=returncode, events=events, stderr=err)
