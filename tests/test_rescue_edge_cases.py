@@ -626,6 +626,15 @@ SUBMODULE_SAFE = [
 ]
 
 
+def _plain_on_a_copy(
+    repo: Path, tmp_path: Path, args: list[str]
+) -> tuple[Path, subprocess.CompletedProcess[bytes]]:
+    """Plain git's run of ``args`` on a copy of ``repo``: the copy, and how it went."""
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-a", str(repo), str(copy)], check=True)
+    return copy, run_via("plain", args, copy)
+
+
 def _sub_file(repo: Path, ref: str, path: str) -> str:
     gitdir = repo / ".git" / "modules" / "sub"
     return git(gitdir, "--work-tree", ".", "show", f"{ref}:{path}")
@@ -636,9 +645,7 @@ def test_a_dirty_submodule_is_rescued_inside_it_then_git_runs(
     with_submodule: Path, tmp_path: Path, args: list[str]
 ) -> None:
     repo = with_submodule
-    copy = tmp_path / "copy"
-    subprocess.run(["cp", "-a", str(repo), str(copy)], check=True)
-    plain = run_via("plain", args, copy)
+    copy, plain = _plain_on_a_copy(repo, tmp_path, args)
     lost = not (copy / "sub" / "s").is_file() or (copy / "sub" / "s").read_text() != (
         "dirty inside the submodule\n"
     )
@@ -657,9 +664,7 @@ def test_a_command_that_leaves_the_submodule_alone_rescues_nothing_there(
     with_submodule: Path, tmp_path: Path, args: list[str]
 ) -> None:
     repo = with_submodule
-    copy = tmp_path / "copy"
-    subprocess.run(["cp", "-a", str(repo), str(copy)], check=True)
-    plain = run_via("plain", args, copy)
+    copy, plain = _plain_on_a_copy(repo, tmp_path, args)
     assert (copy / "sub" / "s").read_text() == "dirty inside the submodule\n"
     res = run_via("guards-run", args, repo, env=BOB)
     assert res.returncode == plain.returncode, res.stderr
@@ -698,9 +703,7 @@ def test_a_submodule_whose_git_file_points_nowhere_does_not_fail_the_guard(
     repo = with_submodule
     (repo / "sub" / ".git").write_text("gitdir: /nowhere\n")
     (repo / "README").write_text("top-level work\n")
-    copy = tmp_path / "copy"
-    subprocess.run(["cp", "-a", str(repo), str(copy)], check=True)
-    plain = run_via("plain", args, copy)
+    copy, plain = _plain_on_a_copy(repo, tmp_path, args)
     res = run_via("guards-run", args, repo, env=BOB)
     assert res.returncode == plain.returncode, res.stderr
     dirty = "dirty inside the submodule\n"
