@@ -113,13 +113,13 @@ def test_a_reinstall_from_another_interpreter_says_trust_was_lost_and_trust_rest
     venv = tmp_path / "venv" / "bin"
     venv.mkdir(parents=True)
     (venv / "python3").symlink_to(sys.executable)
-    res = subprocess.run(
-        [str(venv / "python3"), "-m", "guards", "install", "--codex", "--no-aliases"],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+
+    def install_from(bin_dir: Path, *options: str) -> subprocess.CompletedProcess[str]:
+        """`guards install` run by another interpreter (its hooks name that one)."""
+        argv = [str(bin_dir / "python3"), "-m", "guards", "install", *options]
+        return subprocess.run(argv, cwd=repo, capture_output=True, text=True, check=False)
+
+    res = install_from(venv, "--codex", "--no-aliases")
     assert res.returncode == 0, res.stderr
     assert "Codex no longer trusts 6 of guards' 6 hooks" in res.stderr
     assert "guards install --codex --trust" in res.stderr
@@ -128,13 +128,7 @@ def test_a_reinstall_from_another_interpreter_says_trust_was_lost_and_trust_rest
     checks = {f["check"]: f for f in json.loads(doctor.stdout)["findings"]}
     assert checks["codex-hooks-changed"]["level"] == "problem"
     assert checks["codex-hooks-changed"]["fix"] == "guards install --codex --trust"
-    res = subprocess.run(
-        [str(venv / "python3"), "-m", "guards", "install", "--codex", "--trust", "--no-aliases"],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    res = install_from(venv, "--codex", "--trust", "--no-aliases")
     assert res.returncode == 0, res.stderr
     assert "trust guards' 6 Codex hooks again" in res.stdout
     after = trusted(hermetic_seal)
