@@ -483,6 +483,24 @@ def test_clean_ffd_keeps_an_untracked_nested_repository_whole(
     assert _repository_state(nested) == before
 
 
+@pytest.mark.parametrize("way", ["guards-run", "shim"])  # no alias for filter-branch
+def test_a_command_reaching_everything_keeps_a_nested_repository_once(
+    repo: Path, tmp_path: Path, way: str
+) -> None:
+    """Found by git's t7003: filter-branch may reach everything, a nested repository
+    included. Keeping it writes objects into its ``.git``; the look right before git
+    runs took that for another writer's change, rescued it again and again, and refused
+    the command after 15 rescues."""
+    nested = _nested_repository(repo)
+    env = {**BOB, "FILTER_BRANCH_SQUELCH_WARNING": "1"}
+    res = guarded(way, ["filter-branch", "-f", "--tree-filter", "true", "HEAD"], repo,
+                  tmp_path, env)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    kept = [r for r in rescue_refs(repo) if r.endswith("-repo-nested")]
+    assert len(kept) == 1, rescue_refs(repo)
+    assert (nested / "untracked.txt").read_text() == "untracked\n"
+
+
 def test_keeping_a_nested_repository_touches_nothing(repo: Path) -> None:
     nested = _nested_repository(repo)
     outer, inner = observe(repo), observe(nested)

@@ -201,7 +201,9 @@ def _index_file(ws: Workspace) -> os.PathLike[str]:
 
 def _signature(path: str) -> object:
     """(mode, size, mtime, ctime, inode) of ``path``, None when absent; a directory
-    (a nested repository) with every entry under it."""
+    (a nested repository) with every entry under it but the objects of a ``.git``:
+    keeping a nested repository writes objects there (and only there), and new objects
+    change nothing its refs, index or files hold."""
     import stat
 
     try:
@@ -213,6 +215,8 @@ def _signature(path: str) -> object:
         return own
     inside: list[object] = [own]
     for dirpath, dirnames, filenames in os.walk(path):
+        if os.path.basename(dirpath) == ".git" and "objects" in dirnames:
+            dirnames.remove("objects")
         dirnames.sort()
         for name in sorted(filenames) + dirnames:
             full = os.path.join(dirpath, name)

@@ -32,6 +32,7 @@ if [ ${#wanted[@]} -eq 0 ]; then
 fi
 mkdir -p "$work"
 cd "$work"
+work=$(pwd)  # absolute: the scripts run from elsewhere
 
 version=$(dpkg-query -W -f='${Version}' git)
 upstream=${version#*:}
@@ -95,7 +96,9 @@ else
 fi
 # Each mode has its own outputs, shim and trash directories: runs may overlap
 # (GUARDS_SUITE_OUT names another directory, e.g. to compare two versions of guards).
-outdir=${GUARDS_SUITE_OUT:-$work/out-$mode}
+outdir=${GUARDS_SUITE_OUT:-out-$mode}
+# A relative name is a directory of WORKDIR (the scripts run from git's t/ directory).
+case $outdir in /*) ;; *) outdir=$work/$outdir ;; esac
 mkdir -p "$outdir"
 if [ "$mode" != plain ]; then
   installed="$outdir/shim"
