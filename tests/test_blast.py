@@ -1074,6 +1074,36 @@ def test_apply_rewrites_the_dirty_files_its_patch_touches(
     assert destroyed or flags == ["-R", "--cached"]
 
 
+@pytest.mark.parametrize("spelling", [["--build-fake-ancestor", "anc"], ["--build-fake=anc"]])
+@pytest.mark.parametrize("there", ["nothing", "untracked", "dirty"])
+def test_apply_build_fake_ancestor_overwrites_its_file_and_predicting_writes_nothing(
+    tmp_path: Path, spelling: list[str], there: str
+) -> None:
+    """Found by git's t1512: ``--build-fake-ancestor F`` writes an index file F even
+    with ``--numstat``; the prediction's own query wrote F in the work tree (then
+    rescued it as someone's untracked file, again and again). F is also what the
+    command overwrites."""
+    top = make_repo(tmp_path / "r", {"a": "a\n", "anc": "tracked\n"})
+    write(top, "a", "a edited\n")
+    patch = subprocess.run(["git", "diff", "--", "a"], cwd=top, capture_output=True).stdout
+    git(top, "checkout", "--", "a")
+    (top / ".git" / "p.diff").write_bytes(patch)
+    if there == "nothing":
+        git(top, "rm", "-q", "anc")
+    else:
+        if there == "untracked":
+            git(top, "rm", "-q", "--cached", "anc")
+        write(top, "anc", "someone's work\n")
+    before = (top / "anc").read_bytes() if (top / "anc").exists() else None
+    argv = ["apply", *spelling, ".git/p.diff"]
+    radius = predict(top, argv)
+    assert ((top / "anc").read_bytes() if (top / "anc").exists() else None) == before
+    destroyed, proc = observe(top, argv)
+    assert proc.returncode == 0, proc.stderr
+    assert as_dict(radius) == destroyed
+    assert ("anc" in destroyed) == (there != "nothing")
+
+
 def test_apply_index_refuses_a_file_that_does_not_match_the_index(tmp_path: Path) -> None:
     top = make_repo(tmp_path / "r", {"c": "c\n"})
     write(top, "c", "c staged\n")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import tempfile
 
 from guards import git
 from guards.errors import UnknownStateError
@@ -44,6 +45,7 @@ from guards.predict.blast.rules import (
     wt,
 )
 from guards.predict.blast.state import (
+    State,
     Target,
     command_options,
     files_under,
@@ -573,11 +575,15 @@ def _apply(ctx: Context, args: list[str]) -> BlastRadius:
     if not patches or "-" in patches:
         raise CannotTell("apply reads its patch from stdin")
     drop = {"--apply", "--check", "--stat", "--summary", "--numstat", "-z", "--reject"}
-    res = ctx.run(
-        ["apply", *(a for a in args if a not in drop), "--numstat", "-z"],
-        at_prefix=True,
-        check=False,
-    )
+    query = [a for a in args if a not in drop]
+    ancestor = o.value("build-fake-ancestor")
+    with tempfile.TemporaryDirectory(prefix="guards-apply-") as aside:
+        if ancestor is not None:
+            # git writes that index file even when it only lists (--numstat): the query's
+            # goes aside, after the command's own (the last one wins), before any "--".
+            at = len(query) - (len(o.after_dashdash) + 1 if o.after_dashdash is not None else 0)
+            query.insert(at, f"--build-fake-ancestor={os.path.join(aside, 'index')}")
+        res = ctx.run(["apply", *query, "--numstat", "-z"], at_prefix=True, check=False)
     if res.returncode != 0:
         raise GitRefuses("apply")  # the patch does not parse: git says so, changing nothing
     touched: set[str] = set()
@@ -605,7 +611,26 @@ def _apply(ctx: Context, args: list[str]) -> BlastRadius:
             losses.add(e.path, LossKind.WORKTREE)
         if (cached or index) and ix(e, e.head) and (index or wi(e)):
             losses.add(e.path, LossKind.STAGED)
+    if ancestor is not None:
+        _overwritten_file(ctx, state, ancestor, losses)
     return losses.radius(ctx)
+
+
+def _overwritten_file(ctx: Context, state: State, name: str, losses: Losses) -> None:
+    """A file the command writes whole (named relative to where it runs): whatever
+    uncommitted content the work tree has there is lost."""
+    assert ctx.toplevel is not None
+    full = os.path.normpath(os.path.join(ctx.toplevel, ctx.prefix, name))
+    path = os.path.relpath(full, ctx.toplevel).replace(os.sep, "/")
+    if path.startswith("../") or path in (".", ".."):
+        return  # outside the work tree
+    entry = state.entries.get(path)  # a dirty tracked path
+    if entry is not None and wt(entry, entry.head) and wi(entry):  # neither HEAD nor index
+        losses.add(path, LossKind.WORKTREE)
+    elif path in state.untracked_files:
+        losses.add(path, LossKind.UNTRACKED)
+    elif path in state.ignored_files:
+        losses.add(path, LossKind.IGNORED)
 
 
 HANDLERS: dict[str, Callable[[Context, list[str]], BlastRadius]] = {
