@@ -441,8 +441,31 @@ def test_a_worktree_section_is_looked_up_without_decoding_it(tmp_path: Path) -> 
     ledger.append([op_attribute("/w", "new", _attribution("t", 2.0)), op_release("/w", "ab", 1.0)])
     records = ledger.read("/w").paths["/w"]
     assert records._raw is None  # only the bytes are held
-    assert all(records.get(n)["session"] == "s" for n in names if n != "ab")
+    few = [*odd, *names[len(odd) :: 20]]  # fewer than BISECTIONS_BEFORE_DECODING
+    assert all(records.get(n)["session"] == "s" for n in few if n != "ab")
     assert "ab" not in records and records["new"]["session"] == "t" and "nope" not in records
     assert records._raw is None  # still: lookups decoded nothing else
     assert sorted(records) == sorted([*(n for n in names if n != "ab"), "new"])
+
+
+def test_many_lookups_decode_the_section_once_with_the_same_answers(tmp_path: Path) -> None:
+    """Past a share of the section's size, bisecting costs more than decoding it all
+    (a guard classifying 50,000 dirty paths): the section is decoded once, the
+    overlay kept on top."""
+    from guards.state.ledger import op_attribute, op_release
+    from guards.state.ledger.records import BISECTIONS_BEFORE_DECODING
+
+    names = [f"d{i // 50}/f{i}.txt" for i in range(1000)]
+    ledger = Ledger(tmp_path / "guards")
+    with ledger.transaction() as data:
+        data.attributions("/w").update({n: _attribution("s", 1.0) for n in names})
+    ledger.append([op_attribute("/w", "new", _attribution("t", 2.0)),
+                   op_release("/w", names[-1], 1.0)])  # fmt: skip
+    records = ledger.read("/w").paths["/w"]
+    for n in names[:BISECTIONS_BEFORE_DECODING]:
+        assert records.get(n)["session"] == "s"
+    assert records._raw is None
+    answers = {n: (records.get(n) or {}).get("session") for n in [*names, "new", "nope"]}
+    assert records._raw is not None  # decoded on the way
+    assert answers == {**dict.fromkeys(names[:-1], "s"), names[-1]: None, "new": "t", "nope": None}
     assert len(records) == len(names)

@@ -84,11 +84,11 @@ def classify_radius(
 
         seen.update(signatures(ws, paths))
     records: Mapping[str, Any] = data.paths.get(ws.repo.worktree_key, {}) if data else {}
-    top = ws.repo.worktree
+    top = os.fspath(ws.repo.worktree) + os.sep  # text: no Path object per path
     fmt = ws.repo.object_format
     at_risk = []
     for path in paths:
-        owner = classify(records.get(path), top / path, ws.caller, fmt)
+        owner = classify(records.get(path), top + path, ws.caller, fmt)
         at_risk.append(AtRisk(path, owner.session, owner.ownership))
     mine = [a.path for a in at_risk if a.ownership is Ownership.MINE]
     if not radius.everything:

@@ -312,10 +312,11 @@ class Capture:
         ]
         if same:
             self._unchanged_states = self._head_entries(same)
+        top = os.fspath(repo.worktree) + os.sep
         missing_but_kept = [
             p
             for p in self.paths
-            if not os.path.lexists(repo.worktree / p)
+            if not os.path.lexists(top + p)
             and (p not in self.worktree_changes or self.worktree_changes[p].new is not None)
         ]
         if missing_but_kept:

@@ -173,6 +173,10 @@ def _recorded(value: object) -> object:
 
 _GONE: Any = object()  # in an overlay: the path was released
 
+#: Lookups answered by bisection before the whole section is decoded, plus one per 16
+#: attributions held: a bisection costs about as much as decoding 16 lines.
+BISECTIONS_BEFORE_DECODING = 64
+
 
 class Attributions(MutableMapping):  # type: ignore[type-arg]
     """One worktree's attributions: path -> attribution record (a JSON object).
@@ -186,7 +190,7 @@ class Attributions(MutableMapping):  # type: ignore[type-arg]
     kept.
     """
 
-    __slots__ = ("_count", "_overlay", "_raw", "_section")
+    __slots__ = ("_count", "_lookups", "_overlay", "_raw", "_section")
 
     def __init__(
         self, raw: dict[str, Any] | None = None, section: bytes | None = None, count: int = 0
@@ -198,6 +202,10 @@ class Attributions(MutableMapping):  # type: ignore[type-arg]
         #: Changes on top of the section: path -> stored value, or _GONE.
         self._overlay: dict[str, Any] = {}
         self._count = count
+        #: Bisections made so far: past :data:`BISECTIONS_BEFORE_DECODING` of the count,
+        #: decoding the section once is cheaper than going on (a guard classifying
+        #: 50,000 dirty paths).
+        self._lookups = 0
 
     def _items(self) -> dict[str, Any]:
         raw = self._raw
@@ -224,6 +232,9 @@ class Attributions(MutableMapping):  # type: ignore[type-arg]
         value = self._overlay.get(path)
         if value is not None:
             return None if value is _GONE else value
+        self._lookups += 1
+        if self._lookups > BISECTIONS_BEFORE_DECODING + self._count // 16:
+            return self._items().get(path)
         return _lookup(self._section or b"", path)
 
     def put(self, path: str, value: Any) -> None:
