@@ -309,9 +309,10 @@ def test_qwen_install_writes_settings_json_beside_the_users_own_and_uninstall_ta
     ours = [h for g in doc["hooks"].values() for x in g for h in x["hooks"] if "guards" in str(h)]
     assert {h["timeout"] for h in ours} == {60}  # seconds
     assert all("agent_hook qwen" in h["command"] for h in ours)
+    assert doc["$version"] == 4  # as Qwen would write it at its start (a dirty file)
     res = run_guards("uninstall", "--qwen", cwd=repo)
     assert res.returncode == 0, res.stderr
-    assert json.loads(settings.read_text()) == USERS_OWN
+    assert json.loads(settings.read_text()) == {**USERS_OWN, "$version": 4}
 
 
 def test_qwen_install_says_how_to_trust_the_project_when_folder_trust_is_on(
@@ -346,4 +347,4 @@ def test_qwen_user_install_honours_qwen_home(repo: Path, tmp_path: Path) -> None
     assert "PreToolUse" in our_commands(json.loads((home / "settings.json").read_text()))
     res = run_guards("uninstall", "--qwen", "--user", cwd=repo, env={"QWEN_HOME": str(home)})
     assert res.returncode == 0, res.stderr
-    assert json.loads((home / "settings.json").read_text()) == {}
+    assert json.loads((home / "settings.json").read_text()) == {"$version": 4}

@@ -340,17 +340,32 @@ def write_settings(path: Path, doc: dict[str, Any]) -> None:
     atomic_write(path, (json.dumps(doc, indent=2) + "\n").encode("utf-8"), mode=KEEP_MODE)
 
 
+#: Qwen Code 0.24 writes ``"$version": 4`` into a settings file that has none when it
+#: starts (a committed project file would turn dirty, of unknown owner): written at once.
+QWEN_SETTINGS_VERSION = 4
+
+
+def _merge_for(harness: str) -> Callable[[dict[str, Any]], list[str]]:
+    def change(doc: dict[str, Any]) -> list[str]:
+        events = merge(doc, harness, hook_command(harness))
+        if harness == "qwen" and events:
+            doc.setdefault("$version", QWEN_SETTINGS_VERSION)
+        return events
+
+    return change
+
+
 def plan_install(harness: str, path: Path) -> list[Step]:
     if harness == "copilot":
         return _plan_copilot(path, install=True)
     doc = read_settings(path)
-    events = merge(doc, harness, hook_command(harness))
+    events = _merge_for(harness)(doc)
     if not events:
         return []
     return [
         Step(
             f"add the guards {harness} hooks ({', '.join(events)}) to {path}",
-            _writer(path, lambda d: merge(d, harness, hook_command(harness))),
+            _writer(path, _merge_for(harness)),
         )
     ]
 

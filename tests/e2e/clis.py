@@ -33,6 +33,7 @@ PACKAGES = {
     "codex": "@openai/codex",
     "gemini": "@google/gemini-cli",
     "copilot": "@github/copilot",
+    "qwen": "@qwen-code/qwen-code",
 }
 #: An unreachable registry fails in seconds, not after npm's minutes of retries.
 FAIL_FAST = [
@@ -63,6 +64,7 @@ FOREIGN_PREFIXES = (
     "COPILOT_",
     "GH_",
     "GITHUB_",
+    "QWEN_",
 )
 
 
@@ -430,3 +432,29 @@ def run_copilot(
         if word.startswith("--resume="):
             events.append({"type": "session", "session_id": word.removeprefix("--resume=")})
     return Run(returncode=returncode, events=events, stderr=err)
+
+
+def run_qwen(
+    exe: Path,
+    cwd: Path,
+    prompts: list[str],
+    env: dict[str, str],
+    *,
+    timeout: float = 90,
+) -> Run:
+    """``qwen -p --approval-mode yolo --auth-type anthropic`` (headless, without yolo no
+    shell or write tool runs), its events as stream-json; each later prompt resumes the
+    session (``--resume <id>``), one process per prompt as a user would."""
+    run = Run(returncode=0)
+    for prompt in prompts:
+        args = [str(exe), "-p", prompt, "--approval-mode", "yolo", "--auth-type", "anthropic"]
+        args += ["--model", "claude-sonnet-4-5", "--output-format", "stream-json"]
+        if run.events:
+            args += ["--resume", run.session_id]
+        returncode, out, err = _headless(args, cwd, env, timeout)
+        run.events += [_json_line(line) for line in out.splitlines() if line.strip()]
+        run.stderr += err
+        run.returncode = returncode
+        if returncode != 0:
+            break
+    return run

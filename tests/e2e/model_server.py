@@ -34,6 +34,9 @@ OPENAI = "openai"
 GEMINI = "gemini"
 #: GitHub Copilot CLI: the Anthropic wire format with its own tools (bash, create, edit).
 COPILOT = "copilot"
+#: Qwen Code (``--auth-type anthropic``): the Anthropic wire format with its own tools
+#: (run_shell_command, write_file, edit; Claude's input fields).
+QWEN = "qwen"
 
 #: What the model says when it has nothing left to do.
 DONE = "done"
@@ -263,6 +266,12 @@ def dialect_of(path: str) -> str | None:
 TOOLS = {
     ANTHROPIC: {"shell": "Bash", "write": "Write", "edit": "Edit", "read": "Read"},
     COPILOT: {"shell": "bash", "write": "create", "edit": "edit", "read": "view"},
+    QWEN: {
+        "shell": "run_shell_command",
+        "write": "write_file",
+        "edit": "edit",
+        "read": "read_file",
+    },
     OPENAI: {
         "shell": "exec_command",
         "write": "apply_patch",
