@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from guards.commands.agent_hook import session_for
-from tests.e2e.clis import Cli, Run, cli_env, run_qwen
+from tests.e2e.clis import Cli, Run, cli_env, run_qwen, run_qwen_acp
 from tests.e2e.model_server import QWEN, ModelServer, Step, read, say, shell
 from tests.e2e.model_server import edit as edit_file
 from tests.e2e.model_server import write as write_file
@@ -54,6 +54,15 @@ def repo(tmp_path: Path) -> Path:
     return project(tmp_path / "repo", "--qwen", "--no-aliases")
 
 
+def qwen_env(server: ModelServer, env: dict[str, str] | None = None) -> dict[str, str]:
+    return {
+        "ANTHROPIC_BASE_URL": server.url,
+        "ANTHROPIC_API_KEY": "x",
+        "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
+        **(env or {}),
+    }
+
+
 def qwen_run(
     qwen: Cli,
     repo: Path,
@@ -68,15 +77,7 @@ def qwen_run(
     if shim is not None:
         res = run_guards("install", "--shim", str(shim), "--no-aliases", cwd=repo)
         assert res.returncode == 0, res.stderr
-    full_env = cli_env(
-        {
-            "ANTHROPIC_BASE_URL": server.url,
-            "ANTHROPIC_API_KEY": "x",
-            "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
-            **(env or {}),
-        },
-        path_first=[shim] if shim is not None else None,
-    )
+    full_env = cli_env(qwen_env(server, env), path_first=[shim] if shim is not None else None)
     run = run_qwen(qwen.path, repo, list(prompts), full_env)
     assert run.returncode == 0, f"qwen exited {run.returncode}: {run.stderr[-2000:]}"
     return run
@@ -173,3 +174,15 @@ def test_hook_and_shim_rescue_the_same_work_once(
     assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
     assert news.count(RESCUED) == 1
     assert not any((repo / ".git/guards/receipts").iterdir())
+
+
+def test_the_session_ends_when_an_editor_ends_qwen_acp(qwen: Cli, model: Model, repo: Path) -> None:
+    """`qwen -p` sends no SessionEnd; `qwen --acp` (as an editor runs it) does when it is
+    ended: the session's own work is persisted and the session marked ended."""
+    assert qwen.path is not None
+    server = model([[shell("echo mine > mine.txt")], say("done")], flavour=QWEN)
+    run = run_qwen_acp(qwen.path, repo, "go", cli_env(qwen_env(server)))
+    assert (repo / "mine.txt").read_text() == "mine\n", run.stderr[-2000:]
+    assert owners(repo) == {"mine.txt": me(run)}
+    assert sessions(repo)[me(run)]["liveness"] == "ended", run.stderr[-2000:]
+    assert show(repo, f"refs/wip/{me(run)}", "mine.txt") == "mine\n"
