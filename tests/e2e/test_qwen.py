@@ -22,7 +22,16 @@ import pytest
 
 from guards.commands.agent_hook import session_for
 from tests.e2e.clis import Cli, Run, cli_env, run_qwen, run_qwen_acp
-from tests.e2e.model_server import QWEN, ModelServer, Step, read, say, shell
+from tests.e2e.model_server import (
+    ANTHROPIC,
+    QWEN,
+    ModelServer,
+    Step,
+    read,
+    say,
+    shell,
+    tool_names,
+)
 from tests.e2e.model_server import edit as edit_file
 from tests.e2e.model_server import write as write_file
 from tests.e2e.scenario import (
@@ -41,7 +50,7 @@ from tests.e2e.scenario import (
     show,
     write_work,
 )
-from tests.helpers import run_guards
+from tests.helpers import git, make_repo, run_guards
 
 Model = Callable[..., ModelServer]
 FRAME = "[Workspace:"
@@ -186,3 +195,34 @@ def test_the_session_ends_when_an_editor_ends_qwen_acp(qwen: Cli, model: Model, 
     assert owners(repo) == {"mine.txt": me(run)}
     assert sessions(repo)[me(run)]["liveness"] == "ended", run.stderr[-2000:]
     assert show(repo, f"refs/wip/{me(run)}", "mine.txt") == "mine\n"
+
+
+def test_with_folder_trust_on_install_names_the_step_and_the_hooks_run_only_once_trusted(
+    qwen: Cli, model: Model, tmp_path: Path, hermetic_seal: Path
+) -> None:
+    """Qwen's folder trust (off by default) makes it ignore an untrusted project's
+    .qwen/settings.json: `guards install --qwen` says so with the step, and the step
+    works."""
+    settings = hermetic_seal / ".qwen/settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"security": {"folderTrust": {"enabled": True}}}))
+    repo = make_repo(tmp_path / "repo", FILES)
+    res = run_guards("install", "--qwen", "--no-aliases", cwd=repo)
+    trusted = hermetic_seal / ".qwen/trustedFolders.json"
+    assert f'"{repo}": "TRUST_FOLDER" to {trusted}' in res.stderr
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "guards hooks")
+    write_work(repo, ALICE_WORK)
+    untrusted = model([say("done")], flavour=QWEN)
+    qwen_run(qwen, repo, untrusted)
+    # untrusted, Qwen 0.24.4 ran without our hooks, and without shell or write tools
+    assert sessions(repo).keys() == {ALICE}
+    offered = tool_names(ANTHROPIC, untrusted.at_step(0).body)
+    assert "read_file" in offered and not offered & {"run_shell_command", "write_file", "edit"}
+    trusted.write_text(json.dumps({str(repo): "TRUST_FOLDER"}))
+    assert "trust" not in run_guards("install", "--qwen", cwd=repo).stderr.lower()
+    server = model([[shell("git reset --hard")], say("done")], flavour=QWEN)
+    qwen_run(qwen, repo, server)
+    [ref] = rescue_refs(repo)
+    assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
+    assert RESCUED in server.at_step(1).news()
