@@ -50,8 +50,12 @@ class Action:
     args: dict[str, str]
 
 
-def shell(command: str) -> Action:
-    return Action("shell", {"command": command})
+def shell(command: str, directory: str | None = None) -> Action:
+    """A shell line (``directory``: where it runs, for the CLIs whose tool takes one)."""
+    args = {"command": command}
+    if directory is not None:
+        args["directory"] = directory
+    return Action("shell", args)
 
 
 def write(path: str, content: str) -> Action:
@@ -370,7 +374,8 @@ def _anthropic_input(action: Action, flavour: str = "") -> dict[str, str]:
     if flavour == COPILOT:
         return _copilot_input(action)
     if action.kind == "shell":
-        return {"command": a["command"], "description": "run a command"}
+        where = {"directory": a["directory"]} if "directory" in a and flavour == QWEN else {}
+        return {"command": a["command"], "description": "run a command", **where}
     if action.kind == "write":
         return {"file_path": a["path"], "content": a["content"]}
     if action.kind == "read":

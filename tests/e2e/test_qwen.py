@@ -226,3 +226,20 @@ def test_with_folder_trust_on_install_names_the_step_and_the_hooks_run_only_once
     [ref] = rescue_refs(repo)
     assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
     assert RESCUED in server.at_step(1).news()
+
+
+def test_a_command_run_in_another_directory_is_guarded_there(
+    qwen: Cli, model: Model, repo: Path
+) -> None:
+    """``directory`` of run_shell_command: `git checkout -- .` in sub/ destroys (and so
+    rescues) alice's work in sub/ only."""
+    write_work(repo, {**ALICE_WORK, "sub/notes.txt": "alice's notes\n"})
+    step = [shell("git checkout -- .", directory=str(repo / "sub"))]
+    server = model([step, say("done")], flavour=QWEN)
+    qwen_run(qwen, repo, server)
+    assert (repo / "sub/notes.txt").read_text() == FILES["sub/notes.txt"]
+    assert (repo / "src/app.py").read_text() == ALICE_WORK["src/app.py"]
+    [ref] = rescue_refs(repo)
+    assert show(repo, ref, "sub/notes.txt") == "alice's notes\n"
+    assert "src/app.py" not in git(repo, "show", "--format=%B", "-s", ref)
+    assert RESCUED in server.at_step(1).news()
