@@ -118,3 +118,38 @@ def test_copilot_hooks_of_a_gone_interpreter_are_not_ok(repo: Path, tmp_path: Pa
     assert "the copilot hooks in" in str(finding["message"])
     assert "guards is gone" in str(finding["message"])
     assert finding["fix"] == "reinstall git-guards, then guards install --copilot"
+
+
+def test_qwen_hooks_of_a_gone_interpreter_are_not_ok(repo: Path, tmp_path: Path) -> None:
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    python = venv / "python3"
+    python.symlink_to(sys.executable)
+    install = [str(python), "-m", "guards", "install", "--qwen", "--no-aliases"]
+    res = subprocess.run(install, cwd=repo, capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stderr
+    assert "harness-runner" not in doctor(repo)
+    python.unlink()
+    [finding] = doctor(repo, PATH=path_without_guards())["harness-runner"]
+    assert finding["level"] == "problem"
+    assert "the qwen hooks in" in str(finding["message"])
+    assert finding["fix"] == "reinstall git-guards, then guards install --qwen"
+
+
+def test_qwen_project_hooks_in_a_folder_qwen_does_not_trust_are_not_ok(
+    repo: Path, hermetic_seal: Path
+) -> None:
+    assert run_guards("install", "--qwen", "--no-aliases", cwd=repo).returncode == 0
+    assert "qwen-untrusted" not in doctor(repo)  # folder trust is off by default
+    (hermetic_seal / ".qwen").mkdir(exist_ok=True)
+    (hermetic_seal / ".qwen/settings.json").write_text(
+        json.dumps({"security": {"folderTrust": {"enabled": True}}})
+    )
+    [finding] = doctor(repo)["qwen-untrusted"]
+    assert finding["level"] == "problem"
+    assert "does not trust" in str(finding["message"])
+    assert "TRUST_FOLDER" in str(finding["fix"])
+    (hermetic_seal / ".qwen/trustedFolders.json").write_text(
+        json.dumps({str(repo): "TRUST_FOLDER"})
+    )
+    assert "qwen-untrusted" not in doctor(repo)

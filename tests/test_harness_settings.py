@@ -282,3 +282,69 @@ def test_copilot_uninstall_removes_the_file_it_wrote_and_user_scope_is_refused(
         assert res.returncode != 0
         assert res.stderr.strip().startswith("guards: GitHub Copilot CLI hooks are installed")
         assert "Traceback" not in res.stderr
+
+
+QWEN_MATCHER = "^(run_shell_command|write_file|edit)$"
+
+
+def test_qwen_install_writes_settings_json_beside_the_users_own_and_uninstall_takes_ours(
+    repo: Path,
+) -> None:
+    settings = repo / ".qwen/settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps(USERS_OWN))
+    res = run_guards("install", "--qwen", "--no-aliases", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    assert "trust" not in res.stderr.lower()  # Qwen's folder trust is off by default
+    doc = json.loads(settings.read_text())
+    assert our_commands(doc) == {
+        "PreToolUse": [QWEN_MATCHER],
+        "PostToolUse": [QWEN_MATCHER],
+        "PostToolUseFailure": [QWEN_MATCHER],
+        "SessionStart": [""],
+        "UserPromptSubmit": [""],
+        "Stop": [""],
+        "SessionEnd": [""],
+    }
+    ours = [h for g in doc["hooks"].values() for x in g for h in x["hooks"] if "guards" in str(h)]
+    assert {h["timeout"] for h in ours} == {60}  # seconds
+    assert all("agent_hook qwen" in h["command"] for h in ours)
+    assert doc["$version"] == 4  # as Qwen would write it at its start (a dirty file)
+    res = run_guards("uninstall", "--qwen", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(settings.read_text()) == {**USERS_OWN, "$version": 4}
+
+
+def test_qwen_install_says_how_to_trust_the_project_when_folder_trust_is_on(
+    repo: Path, hermetic_seal: Path
+) -> None:
+    qwen_home = hermetic_seal / ".qwen"
+    qwen_home.mkdir()
+    (qwen_home / "settings.json").write_text(
+        json.dumps({"security": {"folderTrust": {"enabled": True}}})
+    )
+    res = run_guards("install", "--qwen", "--no-aliases", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    trusted = qwen_home / "trustedFolders.json"
+    assert "does not trust" in res.stderr
+    assert f'"{repo}": "TRUST_FOLDER" to {trusted}' in res.stderr
+    trusted.write_text(json.dumps({str(repo): "TRUST_FOLDER"}))
+    assert "trust" not in run_guards("install", "--qwen", cwd=repo).stderr.lower()
+    trusted.write_text(json.dumps({str(repo.parent): "TRUST_PARENT"}))
+    assert "trust" not in run_guards("install", "--qwen", cwd=repo).stderr.lower()
+    trusted.write_text(json.dumps({str(repo): "DO_NOT_TRUST"}))
+    assert "does not trust" in run_guards("install", "--qwen", cwd=repo).stderr
+    # the user's settings are read in any folder: nothing to trust
+    res = run_guards("install", "--qwen", "--user", "--no-aliases", cwd=repo)
+    assert res.returncode == 0 and "trust" not in res.stderr.lower(), res.stderr
+    assert our_commands(json.loads((qwen_home / "settings.json").read_text()))
+
+
+def test_qwen_user_install_honours_qwen_home(repo: Path, tmp_path: Path) -> None:
+    home = tmp_path / "qwen-home"
+    res = run_guards("install", "--qwen", "--user", cwd=repo, env={"QWEN_HOME": str(home)})
+    assert res.returncode == 0, res.stderr
+    assert "PreToolUse" in our_commands(json.loads((home / "settings.json").read_text()))
+    res = run_guards("uninstall", "--qwen", "--user", cwd=repo, env={"QWEN_HOME": str(home)})
+    assert res.returncode == 0, res.stderr
+    assert json.loads((home / "settings.json").read_text()) == {"$version": 4}

@@ -1,4 +1,4 @@
-"""guards agent-hook claude|codex|gemini|copilot: the harness hook entry point (JSON on
+"""guards agent-hook claude|codex|gemini|qwen|copilot: the harness hook entry point (JSON on
 stdin).
 
 Installed hooks run ``python -m guards.commands.agent_hook <harness>`` (no argparse on
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["HARNESSES", "MAX_ID_LENGTH", "fast_main", "main", "session_for"]
 
 HELP = (
-    "entry point for Claude Code / Codex / Gemini CLI / GitHub Copilot CLI hooks "
+    "entry point for Claude Code / Codex / Gemini CLI / GitHub Copilot CLI / Qwen Code hooks "
     "(hook JSON on stdin)"
 )
 USAGE = (

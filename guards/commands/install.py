@@ -117,6 +117,8 @@ def run(args: argparse.Namespace) -> int:
         _report_personal_settings(args)
     if "gemini" in harnesses(args):
         _report_gemini_trust()
+    if "qwen" in harnesses(args):
+        _report_qwen_trust(args)
     if "codex" in harnesses(args) and not args.dry_run and not args.trust:
         _report_codex_trust(args)
     if args.shim is not None and not args.dry_run:
@@ -133,6 +135,20 @@ def _report_gemini_trust() -> None:
     if repo is None or repo.toplevel is None:
         return
     problem = gemini_trust_problem(Path(repo.toplevel))
+    if problem is not None:
+        warn(problem)
+
+
+def _report_qwen_trust(args: argparse.Namespace) -> None:
+    """With its folder trust on, Qwen Code ignores an untrusted project's settings: never
+    leave our project hooks silently inert."""
+    from guards.integrations.harness_settings import qwen_trust_problem
+    from guards.output import warn
+
+    repo = repo_or_none()
+    if args.harness_scope == "user" or repo is None or repo.toplevel is None:
+        return
+    problem = qwen_trust_problem(Path(repo.toplevel))
     if problem is not None:
         warn(problem)
 

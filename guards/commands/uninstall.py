@@ -64,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _project_harness_hooks(repo: Repo) -> list[Step]:
     """Our hooks in this repository's .claude/settings.local.json, .claude/settings.json,
-    .codex/hooks.json, .gemini/settings.json and .github/hooks/guards.json."""
+    .codex/hooks.json, .gemini/settings.json, .github/hooks/guards.json and
+    .qwen/settings.json."""
     from guards.integrations import harness_settings
 
     if repo.toplevel is None:

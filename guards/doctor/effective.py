@@ -95,7 +95,7 @@ def _harness_findings(ctx: Context) -> list[Finding]:
 
     project = Path(ctx.repo.toplevel) if ctx.repo is not None and ctx.repo.toplevel else None
     paths: list[tuple[str, Path]] = []
-    for harness in ("claude", "codex", "gemini", "copilot"):
+    for harness in ("claude", "codex", "gemini", "copilot", "qwen"):
         if harness != "copilot":  # Copilot's hooks are the repository's only
             paths.append((harness, harness_settings.settings_path(harness, "user", None)))
         if project is not None:
@@ -129,7 +129,30 @@ def _harness_findings(ctx: Context) -> list[Finding]:
                 findings.append(f)
             if harness == "codex":
                 findings += _codex_trust_findings(ctx, doc, path, project, fix)
+            if harness == "qwen" and project is not None and path.is_relative_to(project):
+                findings += _qwen_trust_findings(project)
     return findings
+
+
+def _qwen_trust_findings(project: Path) -> list[Finding]:
+    """With its folder trust on, Qwen Code ignores an untrusted project's settings (our
+    hooks in them included) without a word: an error with its fix, never "ok"."""
+    from guards.integrations.harness_settings import qwen_trust_problem
+
+    problem = qwen_trust_problem(project)
+    if problem is None:
+        return []
+    message, _, step = problem.partition(". Trust it: ")
+    return [
+        Finding(
+            Level.PROBLEM,
+            "setup",
+            "qwen-untrusted",
+            message,
+            f"trust it: {step}",
+            {"project": str(project)},
+        )
+    ]
 
 
 def _codex_trust_findings(

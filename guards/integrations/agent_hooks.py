@@ -1,4 +1,4 @@
-"""The agent harnesses' hook events (``guards agent-hook claude|codex|gemini``, and
+"""The agent harnesses' hook events (``guards agent-hook claude|codex|gemini|qwen``, and
 ``guards agent-hook copilot <event>``; JSON on stdin).
 
 One handler for every hook event the harness sends (Gemini CLI's names in brackets:
@@ -46,6 +46,9 @@ reason), shows the model a preToolUse context after the tool result, and puts
 ``COPILOT_AGENT_SESSION_ID`` in its shell commands' environment (so a line's receipt is
 left under a key of the line's own, and the shim inside it finds it).
 
+Qwen Code's payloads are read as Claude's by guards.integrations.qwen_hooks; it shows
+the model a context only after the tool ran, as Codex.
+
 The hot path (a shell line that neither mentions git nor names a command destroying
 files, nor holds a ``>``) imports nothing but ``json`` and guards.predict.shell_files,
 and runs no git. Run it as ``python -m guards.commands.agent_hook claude`` to skip
@@ -70,7 +73,7 @@ if TYPE_CHECKING:
     from guards.protect.rescue import RescueResult
     from guards.state.workspace import Workspace
 
-HARNESSES = ("claude", "codex", "gemini", "copilot")
+HARNESSES = ("claude", "codex", "gemini", "copilot", "qwen")
 #: GitHub Copilot CLI's events (named by the installed command) as Claude's.
 COPILOT_EVENTS = {
     "preToolUse": "PreToolUse",
@@ -127,6 +130,10 @@ def main(harness: str, raw: bytes, event_name: str | None = None) -> int:
         return _malformed(raw, "hook input is not a JSON object", event_name)
     if harness == "copilot":
         event = from_copilot(event, event_name or "")
+    if harness == "qwen":
+        from guards.integrations.qwen_hooks import from_qwen
+
+        event = from_qwen(event)
     name = event.get("hook_event_name")
     if not isinstance(name, str):
         return _malformed(raw, "hook input has no hook_event_name")

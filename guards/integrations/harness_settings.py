@@ -4,8 +4,9 @@ anything else.
 Claude Code reads hooks from ``.claude/settings.json`` (project) and
 ``~/.claude/settings.json`` (user); Codex CLI from ``.codex/hooks.json`` (project) and
 ``~/.codex/hooks.json`` (user); Gemini CLI from ``.gemini/settings.json`` (project) and
-``~/.gemini/settings.json`` (user, under ``$GEMINI_CLI_HOME`` when set). All use the
-same shape (Gemini: other event names, timeouts in milliseconds)::
+``~/.gemini/settings.json`` (user, under ``$GEMINI_CLI_HOME`` when set); Qwen Code from
+``.qwen/settings.json`` and ``~/.qwen/settings.json`` (``$QWEN_HOME/settings.json`` when
+set). All use the same shape (Gemini: other event names, timeouts in milliseconds)::
 
     {"hooks": {"PreToolUse": [{"matcher": "Bash",
                                "hooks": [{"type": "command", "command": "..."}]}]}}
@@ -43,7 +44,9 @@ from guards.fsutil import KEEP_MODE, atomic_write
 from guards.integrations.installation import Step, recorded_python, sh_prefers_recorded
 
 #: Recognises our hook commands, whichever python or spelling installed them.
-OURS = re.compile(r"guards(?:\.commands\.agent_hook| agent-hook) (?:claude|codex|gemini|copilot)\b")
+OURS = re.compile(
+    r"guards(?:\.commands\.agent_hook| agent-hook) (?:claude|codex|gemini|copilot|qwen)\b"
+)
 
 #: event -> matcher (None: the event takes no matcher)
 CLAUDE_EVENTS: dict[str, str | None] = {
@@ -84,7 +87,24 @@ COPILOT_EVENTS = (
     "agentStop",
     "sessionEnd",
 )
-EVENTS = {"claude": CLAUDE_EVENTS, "codex": CODEX_EVENTS, "gemini": GEMINI_EVENTS}
+#: Qwen Code: Claude's shape with its own tools (a matcher with ``^`` is a regex as is).
+#: A tool that fails gets PostToolUseFailure instead of PostToolUse.
+QWEN_TOOLS_MATCHER = "^(run_shell_command|write_file|edit)$"
+QWEN_EVENTS: dict[str, str | None] = {
+    "PreToolUse": QWEN_TOOLS_MATCHER,
+    "PostToolUse": QWEN_TOOLS_MATCHER,
+    "PostToolUseFailure": QWEN_TOOLS_MATCHER,
+    "SessionStart": None,
+    "UserPromptSubmit": None,
+    "Stop": None,
+    "SessionEnd": None,
+}
+EVENTS = {
+    "claude": CLAUDE_EVENTS,
+    "codex": CODEX_EVENTS,
+    "gemini": GEMINI_EVENTS,
+    "qwen": QWEN_EVENTS,
+}
 #: Seconds the harness waits for us (a rescue of a large tree takes a while).
 TIMEOUT = 60
 #: Gemini counts hook timeouts in milliseconds.
@@ -96,6 +116,7 @@ FOLDERS = {
     "codex": (".codex", "hooks.json"),
     "gemini": (".gemini", "settings.json"),
     "copilot": (".github/hooks", "guards.json"),
+    "qwen": (".qwen", "settings.json"),
 }
 
 
@@ -142,6 +163,8 @@ def settings_path(
             return Path(os.environ["CODEX_HOME"]) / name
         if harness == "gemini" and os.environ.get("GEMINI_CLI_HOME"):
             return Path(os.environ["GEMINI_CLI_HOME"]) / folder / name
+        if harness == "qwen":
+            return qwen_dir() / name
         return Path.home() / folder / name
     if project_dir is None:
         raise UsageError(f"--project needs a git repository (or use --user) for {harness}")
@@ -317,17 +340,32 @@ def write_settings(path: Path, doc: dict[str, Any]) -> None:
     atomic_write(path, (json.dumps(doc, indent=2) + "\n").encode("utf-8"), mode=KEEP_MODE)
 
 
+#: Qwen Code 0.24 writes ``"$version": 4`` into a settings file that has none when it
+#: starts (a committed project file would turn dirty, of unknown owner): written at once.
+QWEN_SETTINGS_VERSION = 4
+
+
+def _merge_for(harness: str) -> Callable[[dict[str, Any]], list[str]]:
+    def change(doc: dict[str, Any]) -> list[str]:
+        events = merge(doc, harness, hook_command(harness))
+        if harness == "qwen" and events:
+            doc.setdefault("$version", QWEN_SETTINGS_VERSION)
+        return events
+
+    return change
+
+
 def plan_install(harness: str, path: Path) -> list[Step]:
     if harness == "copilot":
         return _plan_copilot(path, install=True)
     doc = read_settings(path)
-    events = merge(doc, harness, hook_command(harness))
+    events = _merge_for(harness)(doc)
     if not events:
         return []
     return [
         Step(
             f"add the guards {harness} hooks ({', '.join(events)}) to {path}",
-            _writer(path, lambda d: merge(d, harness, hook_command(harness))),
+            _writer(path, _merge_for(harness)),
         )
     ]
 
@@ -415,6 +453,12 @@ def gemini_trusts(project: Path) -> bool | None:
         rules = read_settings(trusted_folders_path())
     except UsageError:
         return None
+    return _rules_verdict(rules, project)
+
+
+def _rules_verdict(rules: dict[str, Any], project: Path) -> bool | None:
+    """Gemini's and Qwen's trustedFolders.json: the longest rule that holds ``project``
+    decides (``TRUST_PARENT``: the rule's parent folder); None: no rule holds it."""
     target = os.path.realpath(project)
     best, verdict = -1, None
     for rule, level in rules.items():
@@ -438,4 +482,57 @@ def gemini_trust_problem(project: Path) -> str | None:
         f'not start). Trust it: add "{project}": "TRUST_FOLDER" to {trusted_folders_path()} '
         "(or answer the trust prompt of an interactive `gemini` there; headless runs can "
         "set GEMINI_CLI_TRUST_WORKSPACE=true)"
+    )
+
+
+# -- Qwen Code's folder trust ---------------------------------------------------------------
+
+#: Qwen Code's folder trust is off unless ``security.folderTrust.enabled`` is true in the
+#: system or user settings; when on, an untrusted folder's ``.qwen/settings.json`` is
+#: ignored (the user's hooks still run).
+QWEN_SYSTEM_SETTINGS = "/etc/qwen-code/settings.json"
+
+
+def qwen_dir() -> Path:
+    """``$QWEN_HOME`` (the folder itself), else ``~/.qwen``."""
+    home = os.environ.get("QWEN_HOME")
+    return Path(os.path.expanduser(home)).absolute() if home else Path.home() / ".qwen"
+
+
+def qwen_trusted_folders_path() -> Path:
+    override = os.environ.get("QWEN_CODE_TRUSTED_FOLDERS_PATH")
+    return Path(override) if override else qwen_dir() / "trustedFolders.json"
+
+
+def _qwen_folder_trust_on() -> bool:
+    enabled: object = None
+    system = os.environ.get("QWEN_CODE_SYSTEM_SETTINGS_PATH") or QWEN_SYSTEM_SETTINGS
+    for path in (Path(system), qwen_dir() / "settings.json"):  # the system's wins
+        try:
+            settings = read_settings(path)
+        except UsageError:
+            continue
+        security = settings.get("security")
+        trust = security.get("folderTrust") if isinstance(security, dict) else None
+        if enabled is None and isinstance(trust, dict) and "enabled" in trust:
+            enabled = trust["enabled"]
+    return enabled is True
+
+
+def qwen_trust_problem(project: Path) -> str | None:
+    """What stops Qwen Code from reading our hooks in ``project``'s ``.qwen/settings.json``,
+    with the one step that fixes it; None when it reads them."""
+    if not _qwen_folder_trust_on():
+        return None
+    try:
+        rules = read_settings(qwen_trusted_folders_path())
+    except UsageError:
+        rules = {}
+    if _rules_verdict(rules, project):
+        return None
+    return (
+        f"Qwen Code's folder trust is on and it does not trust {project}: it ignores "
+        f"{project / '.qwen' / 'settings.json'} there, guards' hooks included. Trust it: add "
+        f'"{project}": "TRUST_FOLDER" to {qwen_trusted_folders_path()} (or answer the trust '
+        "prompt of an interactive `qwen` there), or install with --user"
     )

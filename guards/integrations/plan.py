@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 #: The agent harnesses whose settings guards installs into.
-HARNESS_NAMES = ("claude", "codex", "gemini", "copilot")
+HARNESS_NAMES = ("claude", "codex", "gemini", "copilot", "qwen")
 
 
 def harness_steps(
@@ -24,7 +24,8 @@ def harness_steps(
     install: bool,
     shared: bool = False,
 ) -> list[Step]:
-    """The Claude Code / Codex / Gemini CLI / GitHub Copilot CLI settings changes asked for
+    """The Claude Code / Codex / Gemini CLI / GitHub Copilot CLI / Qwen Code settings
+    changes asked for
     (integrations.harness_settings); ``scope`` None: the project's files inside a
     repository, else the user's. Installing into a project writes Claude Code's personal
     settings.local.json unless ``shared``; uninstalling takes our hooks out of both."""
@@ -57,7 +58,7 @@ def uninstall_steps(harness: str, path: Path) -> list[Step]:
 
 def harnesses(args: object) -> list[str]:
     """The harnesses a command line names (``--claude``, ``--codex``, ``--gemini``,
-    ``--copilot``)."""
+    ``--copilot``, ``--qwen``)."""
     return [name for name in HARNESS_NAMES if getattr(args, name, False)]
 
 

@@ -4,8 +4,9 @@ this host's name.
 The caller is ``GUARDS_SESSION``; in an agent harness's shell command without it, the
 harness session the command runs for: a harness session ``<id>`` is the guards session
 ``<harness>-<id>``, and the harness puts its id in every shell command's environment
-(Codex: ``CODEX_THREAD_ID``, GitHub Copilot CLI: ``COPILOT_AGENT_SESSION_ID``, Claude
-Code: ``CLAUDE_CODE_SESSION_ID``, each equal to the hooks' session id).
+(Codex: ``CODEX_THREAD_ID``, GitHub Copilot CLI: ``COPILOT_AGENT_SESSION_ID``, Qwen
+Code: ``QWEN_CODE_SESSION_ID``, Claude Code: ``CLAUDE_CODE_SESSION_ID``, each equal to the
+hooks' session id).
 
 Kept apart from guards.state.session (liveness, with ``enum``) because ``guards record``
 and the agent hook run on every agent edit and need only these: no regular expression,
@@ -32,6 +33,7 @@ _REST = _FIRST | frozenset("._:@+=-")
 HARNESS_SESSION_ENV = (
     ("codex", "CODEX_THREAD_ID"),
     ("copilot", "COPILOT_AGENT_SESSION_ID"),
+    ("qwen", "QWEN_CODE_SESSION_ID"),
     ("claude", "CLAUDE_CODE_SESSION_ID"),
 )
 

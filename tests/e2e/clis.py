@@ -33,6 +33,7 @@ PACKAGES = {
     "codex": "@openai/codex",
     "gemini": "@google/gemini-cli",
     "copilot": "@github/copilot",
+    "qwen": "@qwen-code/qwen-code",
 }
 #: An unreachable registry fails in seconds, not after npm's minutes of retries.
 FAIL_FAST = [
@@ -63,6 +64,7 @@ FOREIGN_PREFIXES = (
     "COPILOT_",
     "GH_",
     "GITHUB_",
+    "QWEN_",
 )
 
 
@@ -430,3 +432,98 @@ def run_copilot(
         if word.startswith("--resume="):
             events.append({"type": "session", "session_id": word.removeprefix("--resume=")})
     return Run(returncode=returncode, events=events, stderr=err)
+
+
+def run_qwen(
+    exe: Path,
+    cwd: Path,
+    prompts: list[str],
+    env: dict[str, str],
+    *,
+    timeout: float = 90,
+) -> Run:
+    """``qwen -p --approval-mode yolo --auth-type anthropic`` (headless, without yolo no
+    shell or write tool runs), its events as stream-json; each later prompt resumes the
+    session (``--resume <id>``), one process per prompt as a user would."""
+    run = Run(returncode=0)
+    for prompt in prompts:
+        args = [str(exe), "-p", prompt, "--approval-mode", "yolo", "--auth-type", "anthropic"]
+        args += ["--model", "claude-sonnet-4-5", "--output-format", "stream-json"]
+        if run.events:
+            args += ["--resume", run.session_id]
+        returncode, out, err = _headless(args, cwd, env, timeout)
+        run.events += [_json_line(line) for line in out.splitlines() if line.strip()]
+        run.stderr += err
+        run.returncode = returncode
+        if returncode != 0:
+            break
+    return run
+
+
+def run_qwen_acp(
+    exe: Path,
+    cwd: Path,
+    prompt: str,
+    env: dict[str, str],
+    *,
+    timeout: float = 90,
+) -> Run:
+    """``qwen --acp`` (the Agent Client Protocol, JSON-RPC on stdio, as an editor runs it):
+    one session, one prompt, then SIGTERM as an editor ends its agent: the only headless
+    way Qwen sends SessionEnd (``qwen -p`` never does). Requests the agent makes of the
+    client are answered "method not found"."""
+    import signal
+
+    args = [str(exe), "--acp", "--approval-mode", "yolo", "--auth-type", "anthropic"]
+    args += ["--model", "claude-sonnet-4-5"]
+    proc = subprocess.Popen(
+        args,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    stdin, stdout = proc.stdin, proc.stdout
+    timer = _killer(proc, timeout)
+    run = Run(returncode=-1)
+
+    def call(number: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        stdin.write(
+            json.dumps({"jsonrpc": "2.0", "id": number, "method": method, "params": params})
+        )
+        stdin.write("\n")
+        stdin.flush()
+        for line in stdout:
+            message = _json_line(line)
+            run.events.append(message)
+            if message.get("id") == number and "method" not in message:
+                if "error" in message:
+                    raise AssertionError(f"qwen --acp: {method}: {message['error']}")
+                result = message.get("result")
+                return result if isinstance(result, dict) else {}
+            if "method" in message and "id" in message:
+                error = {"code": -32601, "message": "method not found"}
+                stdin.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}))
+                stdin.write("\n")
+                stdin.flush()
+        raise AssertionError(f"qwen --acp ended before answering {method}")
+
+    try:
+        call(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        session = call(2, "session/new", {"cwd": str(cwd), "mcpServers": []})["sessionId"]
+        run.events.append({"type": "session", "session_id": session})
+        prompt_parts = [{"type": "text", "text": prompt}]
+        call(3, "session/prompt", {"sessionId": session, "prompt": prompt_parts})
+        os.killpg(proc.pid, signal.SIGTERM)
+        run.returncode = proc.wait(timeout=30)
+        run.stderr = proc.stderr.read()
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            _kill(proc)
+            proc.wait()
+    return run

@@ -43,6 +43,11 @@ def copilot(clis: dict[str, Cli]) -> Cli:
 
 
 @pytest.fixture
+def qwen(clis: dict[str, Cli]) -> Cli:
+    return _cli(clis, "qwen")
+
+
+@pytest.fixture
 def model() -> Iterator[Callable[..., ModelServer]]:
     """Start a fake model answering from a script; stopped (and checked) at teardown."""
     servers: list[ModelServer] = []

@@ -34,6 +34,9 @@ OPENAI = "openai"
 GEMINI = "gemini"
 #: GitHub Copilot CLI: the Anthropic wire format with its own tools (bash, create, edit).
 COPILOT = "copilot"
+#: Qwen Code (``--auth-type anthropic``): the Anthropic wire format with its own tools
+#: (run_shell_command, write_file, edit; Claude's input fields).
+QWEN = "qwen"
 
 #: What the model says when it has nothing left to do.
 DONE = "done"
@@ -47,8 +50,12 @@ class Action:
     args: dict[str, str]
 
 
-def shell(command: str) -> Action:
-    return Action("shell", {"command": command})
+def shell(command: str, directory: str | None = None) -> Action:
+    """A shell line (``directory``: where it runs, for the CLIs whose tool takes one)."""
+    args = {"command": command}
+    if directory is not None:
+        args["directory"] = directory
+    return Action("shell", args)
 
 
 def write(path: str, content: str) -> Action:
@@ -263,6 +270,12 @@ def dialect_of(path: str) -> str | None:
 TOOLS = {
     ANTHROPIC: {"shell": "Bash", "write": "Write", "edit": "Edit", "read": "Read"},
     COPILOT: {"shell": "bash", "write": "create", "edit": "edit", "read": "view"},
+    QWEN: {
+        "shell": "run_shell_command",
+        "write": "write_file",
+        "edit": "edit",
+        "read": "read_file",
+    },
     OPENAI: {
         "shell": "exec_command",
         "write": "apply_patch",
@@ -361,7 +374,8 @@ def _anthropic_input(action: Action, flavour: str = "") -> dict[str, str]:
     if flavour == COPILOT:
         return _copilot_input(action)
     if action.kind == "shell":
-        return {"command": a["command"], "description": "run a command"}
+        where = {"directory": a["directory"]} if "directory" in a and flavour == QWEN else {}
+        return {"command": a["command"], "description": "run a command", **where}
     if action.kind == "write":
         return {"file_path": a["path"], "content": a["content"]}
     if action.kind == "read":
