@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import posixpath
-import tempfile
 
 from guards import git
 from guards.errors import UnknownStateError
@@ -577,6 +576,8 @@ def _apply(ctx: Context, args: list[str]) -> BlastRadius:
     drop = {"--apply", "--check", "--stat", "--summary", "--numstat", "-z", "--reject"}
     query = [a for a in args if a not in drop]
     ancestor = o.value("build-fake-ancestor")
+    import tempfile  # here: it imports re, which the guarded git's common case avoids
+
     with tempfile.TemporaryDirectory(prefix="guards-apply-") as aside:
         if ancestor is not None:
             # git writes that index file even when it only lists (--numstat): the query's
