@@ -501,6 +501,25 @@ def test_a_command_reaching_everything_keeps_a_nested_repository_once(
     assert (nested / "untracked.txt").read_text() == "untracked\n"
 
 
+@pytest.mark.parametrize("way", WAYS)
+def test_rescuing_inside_a_submodule_is_not_taken_for_another_writer(
+    repo: Path, tmp_path: Path, way: str
+) -> None:
+    """Found by git's t2080: a submodule whose git directory lies inside it (added from
+    an existing repository), its files deleted, then ``checkout --recurse-submodules
+    .``. The rescue ref written inside the submodule changed its signature, and the look
+    right before git runs rescued it again until it gave up."""
+    sub = make_repo(repo / "sub", {"A.t": "A\n", "B.t": "B\n"})
+    git(repo, "submodule", "add", "-q", "./sub")
+    git(repo, "commit", "-qm", "sub")
+    for f in ("A.t", "B.t"):
+        (sub / f).unlink()
+    res = guarded(way, ["checkout", "--recurse-submodules", "."], repo, tmp_path, BOB)
+    assert res.returncode == 0, res.stderr
+    assert (sub / "A.t").read_text() == "A\n"
+    assert len(rescue_refs(sub)) == 1, rescue_refs(sub)
+
+
 def test_keeping_a_nested_repository_touches_nothing(repo: Path) -> None:
     nested = _nested_repository(repo)
     outer, inner = observe(repo), observe(nested)

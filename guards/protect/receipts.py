@@ -169,7 +169,8 @@ def signatures(ws: Workspace, paths: list[str]) -> dict[str, object]:
 
     taken = time.time_ns()  # before the stats: a write after them shows a later time
     top = os.fspath(ws.repo.worktree) + os.sep
-    out: dict[str, object] = {p: _signature(top + p) for p in paths}
+    own = _rescues_write(ws)
+    out: dict[str, object] = {p: _signature(top + p, own) for p in paths}
     out[INDEX_KEY] = _signature(os.fspath(_index_file(ws)))
     out["\0taken"] = taken
     return out
@@ -183,11 +184,12 @@ def unchanged(ws: Workspace, paths: list[str], seen: dict[str, object]) -> set[s
     taken = seen.get("\0taken")
     limit = (taken if isinstance(taken, int) else 0) - RACY_NS
     top = os.fspath(ws.repo.worktree) + os.sep
+    own = _rescues_write(ws)
     found = set()
     for p in paths:
         if p not in seen:
             continue
-        sig = _signature(top + p)
+        sig = _signature(top + p, own)
         if sig == seen[p] and all(t < limit for t in _times(sig)):
             found.add(p)
     return found
@@ -199,32 +201,49 @@ def _index_file(ws: Workspace) -> os.PathLike[str]:
     return real_index_path(ws.repo)
 
 
-def _signature(path: str) -> object:
+def _rescues_write(ws: Workspace) -> frozenset[str]:
+    """What a rescue writes inside a nested repository's or submodule's ``.git``
+    (relative to it): objects, refs (with their logs) in the rescue namespace, and its
+    log in guards' ledger there. A signature leaves them out: they are guards' own
+    writes, not another writer's."""
+    from guards.git.repo import LEDGER_DIR
+
+    namespace = str(ws.config.get("rescue.namespace"))
+    return frozenset({"objects", namespace, f"logs/{namespace}", LEDGER_DIR})
+
+
+def _signature(path: str, own: frozenset[str] = frozenset()) -> object:
     """(mode, size, mtime, ctime, inode) of ``path``, None when absent; a directory
-    (a nested repository) with every entry under it but the objects of a ``.git``:
-    keeping a nested repository writes objects there (and only there), and new objects
-    change nothing its refs, index or files hold."""
+    (a nested repository, a submodule) with every entry under it but what ``own``
+    names inside a ``.git`` (see :func:`_rescues_write`)."""
     import stat
 
     try:
         st = os.lstat(path)
     except OSError:
         return None
-    own = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    entry = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
     if not stat.S_ISDIR(st.st_mode):
-        return own
-    inside: list[object] = [own]
+        return entry
+    inside: list[object] = [entry]
+    marker = os.sep + ".git"
     for dirpath, dirnames, filenames in os.walk(path):
-        if os.path.basename(dirpath) == ".git" and "objects" in dirnames:
-            dirnames.remove("objects")
+        at = (dirpath + os.sep).rfind(marker + os.sep)
+        if at >= 0:  # inside a .git: leave out what guards writes there
+            within = dirpath[at + len(marker) + 1 :].replace(os.sep, "/")
+            prefix = f"{within}/" if within else ""
+            dirnames[:] = [d for d in dirnames if prefix + d not in own]
         dirnames.sort()
-        for name in sorted(filenames) + dirnames:
+        for name in sorted(filenames):
             full = os.path.join(dirpath, name)
             try:
                 s = os.lstat(full)
             except OSError:
                 continue
             inside.append((full, s.st_mode, s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino))
+        # A directory by name only: its times change with any entry made in it (a
+        # rescue ref's directory), and what changes inside shows as its entries.
+        inside += [(os.path.join(dirpath, name),) for name in dirnames]
     return tuple(inside)
 
 
@@ -233,7 +252,7 @@ def _times(sig: object) -> list[int]:
     if not isinstance(sig, tuple):
         return []
     if sig and isinstance(sig[0], tuple):
-        return [t for entry in sig for t in entry[-3:-1]]
+        return [t for entry in sig if len(entry) > 1 for t in entry[-3:-1]]
     return [sig[2], sig[3]]
 
 
