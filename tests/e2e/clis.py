@@ -1,11 +1,17 @@
 """The real agent CLIs: installed from npm once, run headless against the fake model.
 
 The npm cache lives outside the tests' sealed HOME: ``$GUARDS_E2E_NPM_CACHE``, else
-``~/.cache/guards-e2e/npm`` of the real HOME, both read when this module is imported
-(before the seal replaces HOME). One ``npm install`` fills it, under a file lock so that
-xdist workers never install at the same time; later runs reuse it. A CLI that cannot
-be installed is skipped with npm's reason; a failed install is not retried for a few
-minutes (the other workers of the same run skip at once).
+``~/.cache/guards-e2e/npm-latest`` of the real HOME, both read when this module is
+imported (before the seal replaces HOME). One ``npm install`` of each CLI's ``latest``
+release fills it, under a file lock so that xdist workers never install at the same time;
+later runs reuse it. A CLI that cannot be installed is skipped with npm's reason; a failed
+install is not retried for a few minutes (the other workers of the same run skip at once).
+
+A CLI whose release needs a newer Node.js than the machine's (Qwen Code 0.24 wants 22;
+the machines have 20) runs on Node.js from the npm registry (``node-linux-<arch>``, a
+binary inside a registry package) put first on its PATH: ``Cli.path_first``. npm on the
+machine's Node.js would otherwise pick the newest release whose ``engines`` it meets
+(0.15 for Qwen), not the one users get.
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import platform
+import re
 import shutil
 import subprocess
 import threading
@@ -26,7 +34,7 @@ import filelock
 #: The environment before the seal (npm needs its own HOME, config and cache).
 REAL_ENV = dict(os.environ)
 NPM_CACHE = Path(
-    os.environ.get("GUARDS_E2E_NPM_CACHE") or Path.home() / ".cache" / "guards-e2e" / "npm"
+    os.environ.get("GUARDS_E2E_NPM_CACHE") or Path.home() / ".cache" / "guards-e2e" / "npm-latest"
 )
 PACKAGES = {
     "claude": "@anthropic-ai/claude-code",
@@ -76,6 +84,8 @@ class Cli:
     version: str = ""
     #: why it is missing
     problem: str = ""
+    #: directories to put first on its PATH (a newer Node.js than the machine's)
+    path_first: tuple[Path, ...] = ()
 
 
 def _bin(name: str) -> Path:
@@ -96,13 +106,13 @@ def _version(name: str) -> tuple[str, str]:
     return str(version), ""
 
 
-def _npm_install(packages: list[str]) -> str:
+def _npm_install(packages: list[str], prefix: Path = NPM_CACHE) -> str:
     """npm's complaint, or "" on success."""
     npm = shutil.which("npm", path=REAL_ENV.get("PATH"))
     if npm is None:
         return "npm is not on PATH"
-    NPM_CACHE.mkdir(parents=True, exist_ok=True)
-    cmd = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(NPM_CACHE), *FAIL_FAST]
+    prefix.mkdir(parents=True, exist_ok=True)
+    cmd = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), *FAIL_FAST]
     cmd += packages
     try:
         res = subprocess.run(
@@ -138,10 +148,10 @@ def install_clis() -> dict[str, Cli]:
         failures = _recent_failures(failures_file)
         to_install = [name for name in missing if name not in failures]
         if to_install:
-            problem = _npm_install([PACKAGES[n] for n in to_install])
+            problem = _npm_install([f"{PACKAGES[n]}@latest" for n in to_install])
             if problem and len(to_install) > 1 and not _unreachable(problem):
                 # one bad package must not cost the others
-                problems = {n: _npm_install([PACKAGES[n]]) for n in to_install}
+                problems = {n: _npm_install([f"{PACKAGES[n]}@latest"]) for n in to_install}
             else:
                 problems = dict.fromkeys(to_install, problem)
             for name in to_install:
@@ -152,12 +162,51 @@ def install_clis() -> dict[str, Cli]:
                         "problem": problems[name] or found[name][1],
                     }
             failures_file.write_text(json.dumps(failures))
-    out = {}
-    for name, (version, problem) in found.items():
-        if problem and name in failures:
-            problem = str(failures[name]["problem"])
-        out[name] = Cli(name, None if problem else _bin(name), version, problem)
+        out = {}
+        for name, (version, problem) in found.items():
+            if problem and name in failures:
+                problem = str(failures[name]["problem"])
+            runtime: tuple[Path, ...] = ()
+            if not problem:
+                runtime, problem = _runtime_for(name)
+            out[name] = Cli(name, None if problem else _bin(name), version, problem, runtime)
     return out
+
+
+def _node_major(version: str) -> int:
+    found = re.match(r"v?(\d+)", version.strip())
+    return int(found.group(1)) if found else 0
+
+
+def _runtime_for(name: str) -> tuple[tuple[Path, ...], str]:
+    """(PATH directories, problem) for the Node.js the CLI's ``engines`` ask for: none when
+    the machine's will do, else ``node-linux-<arch>@N`` installed beside the CLIs."""
+    manifest = NPM_CACHE / "node_modules" / PACKAGES[name] / "package.json"
+    try:
+        wanted = str(json.loads(manifest.read_text()).get("engines", {}).get("node", ""))
+    except (OSError, ValueError, AttributeError):
+        return (), ""
+    needed = re.match(r"\s*>=?\s*v?(\d+)", wanted)
+    node = shutil.which("node", path=REAL_ENV.get("PATH"))
+    try:
+        have = subprocess.run(
+            [node or "node", "--version"], capture_output=True, text=True, timeout=30, check=False
+        ).stdout
+    except OSError:
+        have = ""
+    if needed is None or _node_major(have) >= int(needed.group(1)):
+        return (), ""
+    major = needed.group(1)
+    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64"}.get(platform.machine().lower())
+    if arch is None:
+        return (), f"{name} needs Node.js {major}, and npm has none for {platform.machine()}"
+    prefix = NPM_CACHE.parent / f"{NPM_CACHE.name}-node{major}"
+    bindir = prefix / "node_modules" / ".bin"
+    if not (bindir / "node").exists():
+        problem = _npm_install([f"node-linux-{arch}@{major}"], prefix=prefix)
+        if problem:
+            return (), f"{name} needs Node.js {major}: {problem}"
+    return (bindir,), ""
 
 
 def _recent_failures(path: Path) -> dict[str, dict[str, Any]]:

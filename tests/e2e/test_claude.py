@@ -59,7 +59,7 @@ def claude_run(
             "DISABLE_AUTOUPDATER": "1",
             **(env or {}),
         },
-        path_first,
+        [*(path_first or []), *claude.path_first],
     )
     run = run_claude(claude.path, cwd or repo, prompts or ["go"], full_env)
     assert run.returncode == 0, f"claude exited {run.returncode}: {run.stderr[-2000:]}"

@@ -73,7 +73,7 @@ def copilot_run(
             "COPILOT_ALLOW_ALL": "true",
             **(env or {}),
         },
-        path_first=[shim] if shim is not None else None,
+        path_first=[*([shim] if shim is not None else []), *copilot.path_first],
     )
     run = run_copilot(copilot.path, repo, "go", full_env)
     assert run.returncode == 0, f"copilot exited {run.returncode}: {run.stderr[-2000:]}"

@@ -61,7 +61,8 @@ def gemini_run(
             "GEMINI_API_KEY": "x",
             "GEMINI_CLI_TRUST_WORKSPACE": "true",
             **(env or {}),
-        }
+        },
+        path_first=list(gemini.path_first),
     )
     run = run_gemini(gemini.path, repo, "go", full_env)
     assert run.returncode == 0, f"gemini exited {run.returncode}: {run.stderr[-2000:]}"

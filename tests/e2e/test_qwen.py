@@ -86,7 +86,8 @@ def qwen_run(
     if shim is not None:
         res = run_guards("install", "--shim", str(shim), "--no-aliases", cwd=repo)
         assert res.returncode == 0, res.stderr
-    full_env = cli_env(qwen_env(server, env), path_first=[shim] if shim is not None else None)
+    first = [*([shim] if shim is not None else []), *qwen.path_first]
+    full_env = cli_env(qwen_env(server, env), path_first=first)
     run = run_qwen(qwen.path, repo, list(prompts), full_env)
     assert run.returncode == 0, f"qwen exited {run.returncode}: {run.stderr[-2000:]}"
     return run
@@ -190,7 +191,9 @@ def test_the_session_ends_when_an_editor_ends_qwen_acp(qwen: Cli, model: Model, 
     ended: the session's own work is persisted and the session marked ended."""
     assert qwen.path is not None
     server = model([[shell("echo mine > mine.txt")], say("done")], flavour=QWEN)
-    run = run_qwen_acp(qwen.path, repo, "go", cli_env(qwen_env(server)))
+    run = run_qwen_acp(
+        qwen.path, repo, "go", cli_env(qwen_env(server), path_first=list(qwen.path_first))
+    )
     assert (repo / "mine.txt").read_text() == "mine\n", run.stderr[-2000:]
     assert owners(repo) == {"mine.txt": me(run)}
     assert sessions(repo)[me(run)]["liveness"] == "ended", run.stderr[-2000:]
