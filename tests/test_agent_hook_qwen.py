@@ -131,9 +131,13 @@ def test_write_file_and_edit_are_recorded_and_a_failed_edit_is_not(repo: Path) -
         if event == "PostToolUse":
             (repo / name).write_text("by qwen\n")
             payload["tool_response"] = {"llmContent": "ok", "returnDisplay": ""}
+            silent(send(repo, event, payload))
         else:
             payload["error"] = "File has not been read in this session."
-        silent(send(repo, event, payload))
+            # its start rescued README all the same: the model hears of it at the end
+            res = send(repo, event, payload)
+            context = json.loads(res.stdout)["hookSpecificOutput"]["additionalContext"]
+            assert res.returncode == 0 and "guards: rescued" in context, res.stderr
     assert owners(repo) == {"new.txt": ME, "src/app.py": ME, "README": None}
     # every write's end withdrew it from the barrier: no destroyer waits for them
     assert pending_writes(str(repo / ".git/guards"), str(repo)) == []
@@ -148,7 +152,14 @@ def test_a_write_over_another_writers_file_rescues_it_first(repo: Path) -> None:
     }
     res = send(repo, "PreToolUse", payload)
     assert res.returncode == 0 and "guards: rescued" in res.stderr
-    assert len(rescue_refs(repo)) == 1
+    [ref] = rescue_refs(repo)
+    # Qwen only logs a PreToolUse context: the notice comes with the write's result
+    payload["tool_response"] = {"llmContent": "ok", "returnDisplay": ""}
+    res = send(repo, "PostToolUse", payload)
+    answer = json.loads(res.stdout)["hookSpecificOutput"]
+    assert answer["hookEventName"] == "PostToolUse" and ref in answer["additionalContext"]
+    res = send(repo, "PostToolUse", payload)  # told once
+    assert (res.returncode, res.stdout) == (0, ""), res.stderr
 
 
 @pytest.mark.parametrize("end", ["PostToolUse", "PostToolUseFailure"])

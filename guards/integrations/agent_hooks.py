@@ -61,6 +61,8 @@ import json
 import os
 import sys
 
+from guards.integrations.copilot_hooks import COPILOT_EVENTS as COPILOT_EVENTS
+from guards.integrations.copilot_hooks import from_copilot
 from guards.state.identity import MAX_ID_LENGTH as MAX_ID_LENGTH
 from guards.state.identity import session_for as session_for
 
@@ -74,17 +76,6 @@ if TYPE_CHECKING:
     from guards.state.workspace import Workspace
 
 HARNESSES = ("claude", "codex", "gemini", "copilot", "qwen")
-#: GitHub Copilot CLI's events (named by the installed command) as Claude's.
-COPILOT_EVENTS = {
-    "preToolUse": "PreToolUse",
-    "postToolUse": "PostToolUse",
-    "sessionStart": "SessionStart",
-    "userPromptSubmitted": "UserPromptSubmit",
-    "agentStop": "Stop",
-    "sessionEnd": "SessionEnd",
-}
-#: Copilot's shell and write tools as Claude's (their ``path`` read as ``file_path``).
-COPILOT_TOOLS = {"bash": "Bash", "create": "Write", "edit": "Edit"}
 #: Harnesses that show the model a PreToolUse context (the others: after the command).
 CONTEXT_BEFORE = frozenset({"claude", "copilot"})
 #: Tools whose input is a shell line.
@@ -145,31 +136,6 @@ def main(harness: str, raw: bytes, event_name: str | None = None) -> int:
             return _deny(harness, f"guards could not check this command ({message})")
         _say(f"guards agent-hook: {name}: {message}")
         return HOOK_ERROR
-
-
-def from_copilot(event: dict[str, Any], name: str) -> dict[str, Any]:
-    """A Copilot CLI payload as Claude's: the event named by the command line, its tools
-    and their ``path`` by Claude's names, ``toolResult`` as ``tool_response``."""
-    args = event.get("toolArgs")
-    if isinstance(args, str):  # documented as JSON text; 1.0.102 sends an object
-        import contextlib
-
-        with contextlib.suppress(ValueError, RecursionError):
-            args = json.loads(args)
-    tool = event.get("toolName")
-    if isinstance(args, dict) and tool in ("create", "edit") and "path" in args:
-        args = {**args, "file_path": args["path"]}
-    out = {
-        "hook_event_name": COPILOT_EVENTS.get(name, name),
-        "session_id": event.get("sessionId"),
-        "cwd": event.get("cwd"),
-    }
-    if tool is not None:
-        out["tool_name"] = COPILOT_TOOLS.get(tool, tool) if isinstance(tool, str) else tool
-        out["tool_input"] = args
-    if "toolResult" in event:
-        out["tool_response"] = event["toolResult"]
-    return out
 
 
 def _guarded_text(text: str) -> bool:
@@ -659,7 +625,53 @@ def _pre_write(harness: str, event: dict[str, Any]) -> int:
         return _emit(harness, "PreToolUse", additionalContext=_rescue_context(verdict.rescued))
     for line in verdict.rescued:
         _say(line)
+    if verdict.rescued:
+        _keep_write_notice(event, sid, files, verdict.rescued)
     return 0
+
+
+def _write_notice_path(event: dict[str, Any], sid: str | None, files: list[str]) -> str | None:
+    """Where a write's rescue notice waits for the write's end (beside the shell lines'
+    start markers, swept with them when the end never comes)."""
+    ledger = _ledger_dir(_cwd(event))
+    if ledger is None:
+        return None
+    name = f"{sid or 'unidentified'}.{_write_key(event, files)}.notice.json"
+    return os.path.join(ledger, OBSERVE_DIR, "".join(c if c not in "/\0" else "_" for c in name))
+
+
+def _keep_write_notice(
+    event: dict[str, Any], sid: str | None, files: list[str], rescued: list[str]
+) -> None:
+    """Codex, Gemini CLI and Qwen Code show the model no context from before a tool:
+    the rescue is told when the write has run (:func:`_write_notice`)."""
+    path = _write_notice_path(event, sid, files)
+    if path is None:
+        return
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump({"rescued": rescued}, f)
+    except OSError as e:
+        _say(f"guards agent-hook: cannot keep the rescue notice for the model ({e.strerror})")
+
+
+def _write_notice(harness: str, event: dict[str, Any], sid: str | None, files: list[str]) -> int:
+    """After a write: the notice its start kept, as the tool's context (exit 0)."""
+    path = _write_notice_path(event, sid, files)
+    if path is None:
+        return 0
+    try:
+        with open(path, encoding="utf-8") as f:
+            kept = json.load(f)
+        os.unlink(path)
+    except (OSError, ValueError):
+        return 0  # nothing rescued before this write
+    rescued = kept.get("rescued") if isinstance(kept, dict) else None
+    if not isinstance(rescued, list) or not rescued:
+        return 0
+    context = _rescue_context([str(r) for r in rescued])
+    return _emit(harness, str(event.get("hook_event_name")), additionalContext=context)
 
 
 def _post_edit(harness: str, event: dict[str, Any]) -> int:
@@ -673,10 +685,10 @@ def _post_edit(harness: str, event: dict[str, Any]) -> int:
     sid = _identify(harness, event)
     files = [os.path.join(_cwd(event), target)]
     try:
-        if _failed(event) or sid is None:
-            return 0  # Gemini sends AfterTool for a failed edit too: the file is unchanged
-        record_files(sid, files)
-        return 0
+        if not _failed(event) and sid is not None:
+            # (Gemini sends AfterTool for a failed edit too: the file is unchanged)
+            record_files(sid, files)
+        return _write_notice(harness, event, sid, files)
     finally:
         _leave_writes(event, sid, files)
 
@@ -703,7 +715,7 @@ def _post_patch(harness: str, event: dict[str, Any]) -> int:
     try:
         if sid is not None:
             record_files(sid, files)
-        return 0
+        return _write_notice(harness, event, sid, files)
     finally:
         _leave_writes(event, sid, files)
 

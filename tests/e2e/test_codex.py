@@ -171,7 +171,7 @@ def test_apply_patch_and_shell_commands_are_attributed_to_the_session(
     assert attributed_after_the_tour(repo) == expected
 
 
-def test_apply_patch_over_alices_uncommitted_file_rescues_it_first(
+def test_apply_patch_over_alices_uncommitted_file_rescues_it_first_and_the_model_hears_of_it(
     codex: Cli, model: Model, repo: Path, hermetic_seal: Path
 ) -> None:
     write_work(repo, {"README": "alice's readme\n"})
@@ -181,6 +181,8 @@ def test_apply_patch_over_alices_uncommitted_file_rescues_it_first(
     [ref] = rescue_refs(repo)
     assert show(repo, ref, "README") == "alice's readme\n"
     assert owners(repo) == {"README": me(run)}
+    news = server.at_step(1).news()
+    assert news.count(RESCUED) == 1 and ref in news, news
 
 
 # -- sessions: the frame, identity, the end ------------------------------------------------

@@ -27,6 +27,7 @@ from tests.e2e.scenario import (
     TOUR_PATHS,
     attributed_after_the_tour,
     observe_markers,
+    owners,
     project,
     rescue_refs,
     sessions,
@@ -150,6 +151,30 @@ def test_write_file_replace_and_shell_commands_are_attributed_to_the_session(
     assert (repo / "src/app.py").read_text() == "print('gemini')\n"
     expected = {"README": ALICE, **dict.fromkeys(TOUR_PATHS, me(run))}
     assert attributed_after_the_tour(repo) == expected
+
+
+@pytest.mark.parametrize("tool", ["write_file", "replace"])
+def test_a_write_over_alices_uncommitted_file_rescues_it_first_and_the_model_hears_of_it(
+    gemini: Cli, model: Model, repo: Path, hermetic_seal: Path, tool: str
+) -> None:
+    """BeforeTool of write_file / replace on a file another writer left uncommitted:
+    the hook rescues it before Gemini writes, the write goes ahead, the file becomes the
+    session's own, and the notice reaches the model after the tool."""
+    write_work(repo, {"README": "alice's readme\n"})
+    step = (
+        write_file(str(repo / "README"), "gemini's readme\n")
+        if tool == "write_file"
+        else edit_file(str(repo / "README"), "alice's readme", "gemini's readme")
+    )
+    server = model([[step], say("done")])
+    run = gemini_run(gemini, repo, server, hermetic_seal)
+    [ref] = rescue_refs(repo)
+    assert ref.startswith(f"refs/rescue/{ALICE}/")
+    assert show(repo, ref, "README") == "alice's readme\n"
+    assert (repo / "README").read_text() == "gemini's readme\n"
+    assert owners(repo) == {"README": me(run)}
+    news = server.at_step(1).news()
+    assert news.count(RESCUED) == 1 and ref in news, news
 
 
 FRAME = "[Workspace:"

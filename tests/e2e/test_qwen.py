@@ -147,6 +147,29 @@ def test_write_file_edit_and_shell_commands_are_attributed_to_the_session(
     assert attributed_after_the_tour(repo) == expected
 
 
+@pytest.mark.parametrize("tool", ["write_file", "edit"])
+def test_a_write_over_alices_uncommitted_file_rescues_it_first_and_the_model_hears_of_it(
+    qwen: Cli, model: Model, repo: Path, tool: str
+) -> None:
+    write_work(repo, {"README": "alice's readme\n"})
+    target = str(repo / "README")
+    change = (
+        write_file(target, "qwen's readme\n")
+        if tool == "write_file"
+        else edit_file(target, "alice's readme", "qwen's readme")
+    )
+    # Qwen changes an existing file only once the session has read it
+    server = model([[read(target)], [change], say("done")], flavour=QWEN)
+    run = qwen_run(qwen, repo, server)
+    [ref] = rescue_refs(repo)
+    assert ref.startswith(f"refs/rescue/{ALICE}/")
+    assert show(repo, ref, "README") == "alice's readme\n"
+    assert (repo / "README").read_text() == "qwen's readme\n"
+    assert owners(repo) == {"README": me(run)}
+    news = server.at_step(2).news()
+    assert news.count(RESCUED) == 1 and ref in news, news
+
+
 def test_the_frame_arrives_once_per_prompt_and_shell_commands_run_as_the_session(
     qwen: Cli, model: Model, repo: Path
 ) -> None:
