@@ -450,6 +450,43 @@ def test_dirty_paths_are_counted_by_owner(repo: Path) -> None:
     assert "session writer 1" in f.message and "owner unknown 1" in f.message
 
 
+def test_the_command_counts_the_whole_work_tree_by_owner_from_a_subdirectory(repo: Path) -> None:
+    """The command starts git status in the caller's directory before it has found the
+    repository (to overlap the checks): its paths are the top level's all the same."""
+    add_session(repo, "writer", **live_pid_fields())
+    (repo / "README").write_text("edited\n")
+    (repo / "deep/er").mkdir(parents=True)
+    (repo / "deep/er/new.txt").write_text("n\n")
+    attribute(repo, "README", "writer")
+    res = run_guards("doctor", "--json", cwd=repo / "deep/er")
+    [dirty] = [f for f in json.loads(res.stdout)["findings"] if f["check"] == "dirty"]
+    assert dirty["data"]["by_owner"] == {"writer": 1, "unknown": 1}, res.stdout
+
+
+def test_the_command_reports_dirty_paths_beside_a_submodule_git_cannot_read(
+    repo: Path, tmp_path: Path
+) -> None:
+    """git status fails there; the status started before the checks is not the last
+    word (the checks' own reading leaves that submodule out and says it changed)."""
+    make_repo(tmp_path / "sub-origin", {"s.txt": "s\n"})
+    git(
+        repo,
+        "-c",
+        "protocol.file.allow=always",
+        "submodule",
+        "add",
+        "-q",
+        str(tmp_path / "sub-origin"),
+        "sub",
+    )
+    git(repo, "commit", "-qm", "sub")
+    (repo / "sub/.git").write_text("gitdir: /nonexistent\n")
+    (repo / "README").write_text("edited\n")
+    res = run_guards("doctor", "--json", cwd=repo)
+    [dirty] = [f for f in json.loads(res.stdout)["findings"] if f["check"] == "dirty"]
+    assert dirty["data"]["total"] >= 2, res.stdout  # README and the unreadable submodule
+
+
 def test_a_path_dirty_for_weeks_is_a_finding(repo: Path) -> None:
     (repo / "README").write_text("half done\n")
     three_weeks_ago = time.time() - 21 * DAY

@@ -26,12 +26,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import os
 
+    from guards.git.dirty import start_reading
+
+    # git status (most of the cost in a big work tree) scans while the checks' modules
+    # load and their other git calls run.
+    started = None if args.all else start_reading()
     from guards import doctor, output
     from guards.errors import ExitCode
 
     if args.all:
         return _all(args.json)
-    ctx, findings = doctor.diagnose()
+    ctx, findings = doctor.diagnose(started_status=started)
     problems = sum(f.level == doctor.Level.PROBLEM for f in findings)
     warnings = sum(f.level == doctor.Level.WARN for f in findings)
     if args.json:

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from guards import output
+from guards import git, output
 from guards.config import KEYS, Config
 from guards.errors import GuardsError
 from guards.git.repo import Repo
@@ -86,6 +86,9 @@ class Context:
     ledger_problem: LedgerUnreadableError | None = None
     sessions: dict[str, SessionState] = field(default_factory=dict)
     _worktrees: list[GitWorktree] | None = None
+    #: This work tree's ``git status``, started before the checks' imports and their
+    #: other git calls so that they overlap it (its answer is taken once).
+    started_status: git.Pending | None = None
 
     #: Settings that could not be read (their defaults are used meanwhile).
     config_problems: list[str] = field(default_factory=list)

@@ -18,7 +18,6 @@ from guards.doctor.findings import (
     plural,
 )
 from guards.output import age, show_path
-from guards.protect.rescue import owner_component
 from guards.state.ledger import SCHEMA, LedgerData
 from guards.state.session import Liveness, Verdict, judge
 
@@ -251,6 +250,9 @@ def check_checkpoints(ctx: Context) -> list[Finding]:
     if not gone:
         return []
     parent = str(ctx.setting("rescue.namespace")).rsplit("/", 1)[0]
+    # here: the rescue package (its builder) is not for the doctor's other checks
+    from guards.protect.rescue import owner_component
+
     refs = {f"{parent}/wip/{owner_component(sid)}": sid for sid in gone}
     fmt = "--format=%(refname)%00%(objectname)%00%(creatordate:unix)"
     res = ctx.repo.run(["for-each-ref", fmt, *refs])

@@ -6,6 +6,7 @@ import os
 import time
 from collections.abc import Iterable
 
+from guards import git
 from guards.config import Config
 from guards.doctor.effective import (
     check_artifacts,
@@ -156,9 +157,13 @@ def run_checks(ctx: Context, checks: Iterable[Check]) -> list[Finding]:
     return findings
 
 
-def diagnose(cwd: str | os.PathLike[str] | None = None) -> tuple[Context, list[Finding]]:
-    """Every finding for the checkout at ``cwd`` (or outside any repository)."""
+def diagnose(
+    cwd: str | os.PathLike[str] | None = None, started_status: git.Pending | None = None
+) -> tuple[Context, list[Finding]]:
+    """Every finding for the checkout at ``cwd`` (or outside any repository);
+    ``started_status``: :func:`guards.git.dirty.start_reading` run there already."""
     ctx, findings = open_context(cwd)
+    ctx.started_status = started_status
     findings += run_checks(ctx, SETUP_CHECKS)
     if ctx.repo is not None:
         findings += run_checks(ctx, REPO_CHECKS)

@@ -10,9 +10,9 @@ from guards import git
 from guards.doctor.findings import Context, Finding, Level, days, listing, plural
 from guards.errors import GuardsError
 from guards.git import operations
-from guards.git.dirty import read_dirty
+from guards.git.dirty import DirtyPath, parse_porcelain_v2, read_dirty
+from guards.git.repo import Repo
 from guards.output import age, show_path
-from guards.protect.rescue.push import PushOutcome
 from guards.state.attribution import classify
 
 
@@ -21,11 +21,22 @@ def _rescue_log(ctx: Context) -> list[dict[str, Any]]:
     return [r for r in rescues if isinstance(r, dict)]
 
 
+def _dirty_paths(ctx: Context, repo: Repo) -> list[DirtyPath]:
+    """The status started before the checks, else (none, or it failed: a submodule git
+    cannot read) :func:`read_dirty`, which knows what to do then."""
+    started, ctx.started_status = ctx.started_status, None
+    if started is not None:
+        res = started.result(check=False)
+        if res.returncode == 0:
+            return parse_porcelain_v2(res.stdout)
+    return read_dirty(repo)
+
+
 def check_dirty(ctx: Context) -> list[Finding]:
     repo = ctx.repo
     if repo is None or repo.toplevel is None:
         return []
-    dirty = read_dirty(repo)
+    dirty = _dirty_paths(ctx, repo)
     if not dirty:
         return [Finding(Level.OK, "paths", "dirty", "the work tree is clean")]
     records: Mapping[str, Any] = (
@@ -219,6 +230,8 @@ def check_rescues(ctx: Context) -> list[Finding]:
     remote = str(ctx.setting("rescue.remote"))
     if remote:
         pushed = {str(r.get("ref")): r.get("push") for r in _rescue_log(ctx) if r.get("ref")}
+        from guards.protect.rescue.push import PushOutcome  # the rescue package: only here
+
         unpushed = [name for name, _ in refs if pushed.get(name) != PushOutcome.PUSHED]
         if unpushed:
             findings.append(

@@ -14,7 +14,6 @@ import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -224,6 +223,8 @@ def shim_text(directory: Path) -> str:
     if beside.is_file():
         template = beside.read_text()
     else:
+        from importlib import resources  # only when installing: costs the doctor ~10 ms
+
         template = resources.files("guards_hooks").joinpath("git-shim.sh").read_text()
     return (
         template.replace("@GUARDS_PYTHON@", shlex.quote(recorded_python()))
