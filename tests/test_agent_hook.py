@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -712,3 +713,68 @@ def test_gemini_before_agent_gets_the_frame(repo: Path) -> None:
     out = answer(send(repo, event, harness="gemini"))
     assert out["hookEventName"] == "BeforeAgent"
     assert "src/app.py" in out["additionalContext"]
+
+
+# -- what every tool call and prompt imports ------------------------------------------------
+
+#: Modules that cost milliseconds each at start-up (see guards.values and
+#: benchmarks/README.md), and guards' own heavy layers, that these events never need.
+HOOK_NEVER_IMPORTS = (
+    "argparse",
+    "dataclasses",
+    "pathlib",
+    "subprocess",
+    "typing",
+    "tempfile",
+    "logging",
+    "concurrent.futures",
+    "filelock",
+    "guards.protect.rescue",
+    "guards.protect.snapshot",
+)
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}},
+        {
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": "git reset --hard"},  # nothing at risk
+        },
+        {"hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": {"file_path": "n"}},
+        {
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Write",
+            "tool_input": {"file_path": "README"},
+            "tool_response": {},
+        },
+        {"hook_event_name": "UserPromptSubmit", "prompt": "go"},
+    ],
+    ids=["line-without-git", "reset-nothing-at-risk", "write-new-file", "write-recorded", "prompt"],
+)
+def test_a_hook_event_imports_only_what_it_needs(repo: Path, event: dict[str, Any]) -> None:
+    """Each runs on every tool call or prompt of an agent: start-up is its cost."""
+    from tests.helpers import PROJECT_ROOT
+
+    payload = {"session_id": "s1", "cwd": str(repo), "tool_use_id": "toolu_1", **event}
+    code = (
+        "import runpy, sys\n"
+        f"sys.path.insert(0, {str(PROJECT_ROOT)!r})\n"
+        "sys.argv = ['agent_hook', 'claude']\n"
+        "try:\n"
+        "    runpy.run_module('guards.commands.agent_hook', run_name='__main__')\n"
+        "except SystemExit as e:\n"
+        "    status = e.code\n"
+        f"print([m for m in {HOOK_NEVER_IMPORTS!r} if m in sys.modules], status, file=sys.stderr)\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        input=json.dumps(payload),
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+    )
+    assert res.stderr.splitlines()[-1:] == ["[] 0"], res.stderr

@@ -127,7 +127,7 @@ class Repo(Value):
         """git with this repository's work tree (or git dir, when bare) as cwd."""
         return git.run(
             args,
-            cwd=self.toplevel or self.git_dir,
+            cwd=self.toplevel_text or self.git_dir_text,  # text: no pathlib for a call
             check=check,
             stdin=stdin,
             extra_env=extra_env,

@@ -730,7 +730,7 @@ def record_files(sid: str, files: list[str]) -> list[str]:
         path = os.path.abspath(path)
         try:
             ws = Workspace.open(cwd=_existing(os.path.dirname(path)))
-            if ws.repo.toplevel is None:
+            if ws.repo.toplevel_text is None:  # (text: no pathlib on every edit)
                 continue
             rel = ws.repo_relative(path)
         except GuardsError:
@@ -761,7 +761,7 @@ def frame_text(cwd: str, caller: str | None) -> str:
         repo = discover(cwd)
     except NotARepositoryError:
         return ""
-    if repo.toplevel is None:
+    if repo.toplevel_text is None:  # (text: no pathlib before every prompt)
         return ""
     found = frame.collect(repo, caller)
     if not found.entries:

@@ -643,6 +643,8 @@ def _settle(decision: Decision, verdict: Verdict, where: str, line: str, plan: b
 
 
 def _report(results: list[RescueResult], verdict: Verdict, where: str) -> None:
+    if not results:
+        return  # nothing rescued: the rescue package (its builder) stays unloaded
     from guards.protect.rescue import report_line
 
     verdict.rescued += [report_line(result) for result in results]
