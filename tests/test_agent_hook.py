@@ -756,6 +756,25 @@ HOOK_NEVER_IMPORTS = (
 )
 def test_a_hook_event_imports_only_what_it_needs(repo: Path, event: dict[str, Any]) -> None:
     """Each runs on every tool call or prompt of an agent: start-up is its cost."""
+    _assert_lean_hook(repo, event)
+
+
+def test_a_destructive_line_over_only_the_sessions_own_work_imports_no_rescue_machinery(
+    repo: Path,
+) -> None:
+    (repo / "README").write_text("the session's own edit\n")
+    res = run_guards("record", "--session", session_for("claude", "s1"), "README", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    event = {
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "git reset --hard"},
+    }
+    _assert_lean_hook(repo, event)
+    assert rescue_refs(repo) == []
+
+
+def _assert_lean_hook(repo: Path, event: dict[str, Any]) -> None:
     from tests.helpers import PROJECT_ROOT
 
     payload = {"session_id": "s1", "cwd": str(repo), "tool_use_id": "toolu_1", **event}

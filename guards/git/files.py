@@ -11,6 +11,7 @@ repository around it.
 from __future__ import annotations
 
 import os
+import stat
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
@@ -102,3 +103,31 @@ def walk_files(
         for name in filenames:
             if name != DOT_GIT:
                 yield prefix + name, False
+
+
+def is_regular_file(path: str | os.PathLike[str]) -> bool:
+    """A regular file, not following symlinks (a FIFO, socket or device is never opened)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def special_kind(path: str | os.PathLike[str]) -> str | None:
+    """ "FIFO", "socket" or "device" when ``path`` is one (opening it could block
+    forever, and it holds no content to keep); None otherwise."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    return special_mode_kind(mode)
+
+
+def special_mode_kind(mode: int) -> str | None:
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    return None

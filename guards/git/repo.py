@@ -134,6 +134,21 @@ class Repo(Value):
             readonly=readonly,
         )
 
+    def index_file_text(self) -> str:
+        """The index this work tree uses (its own in a linked worktree; honours
+        ``GIT_INDEX_FILE``)."""
+        res = self.run(["rev-parse", "--path-format=absolute", "--git-path", "index"])
+        return os.fsdecode(git.strip_newline(res.stdout))
+
+    def head_tree_or_empty(self) -> str:
+        """HEAD's tree, or the empty tree on an unborn branch."""
+        from guards.git.objects import empty_tree
+
+        res = self.run(["rev-parse", "-q", "--verify", "HEAD^{tree}"], check=False)
+        return (
+            res.stdout.decode().strip() if res.returncode == 0 else empty_tree(self.object_format)
+        )
+
     def head(self) -> ObjectId | None:
         """HEAD's commit id, or None on an unborn branch."""
         res = self.run(["rev-parse", "--verify", "-q", "HEAD^{commit}"], check=False)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from guards import output
 from guards.errors import OVERRIDE_HINT, RefusedError
@@ -19,7 +17,9 @@ from guards.predict.blast import BlastRadius, LossKind
 from guards.predict.cmdline import GitCommand
 from guards.state.attribution import Ownership, classify
 from guards.state.workspace import Workspace
+from guards.values import MutableValue, Value
 
+TYPE_CHECKING = False  # see guards.values: typing and dataclasses cost start-up time
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any, Final
@@ -48,11 +48,13 @@ class Policy:
 SHOWN = 3
 
 
-@dataclass(frozen=True)
-class AtRisk:
-    path: str
-    owner: str | None
-    ownership: Ownership
+class AtRisk(Value):
+    __slots__ = ("owner", "ownership", "path")
+
+    def __init__(self, path: str, owner: str | None, ownership: Ownership) -> None:
+        self.path = path
+        self.owner = owner
+        self.ownership = ownership
 
 
 def describe(cmd: GitCommand) -> str:
@@ -84,7 +86,7 @@ def classify_radius(
 
         seen.update(signatures(ws, paths))
     records: Mapping[str, Any] = data.paths.get(ws.repo.worktree_key, {}) if data else {}
-    top = os.fspath(ws.repo.worktree) + os.sep  # text: no Path object per path
+    top = ws.repo.worktree_key + os.sep  # text: no Path object per path (nor pathlib)
     fmt = ws.repo.object_format
     at_risk = []
     for path in paths:
@@ -110,9 +112,10 @@ def staged_not_proven(ws: Workspace, paths: list[str], records: Mapping[str, Any
     if not paths:
         return set()
     from guards.git.entries import parse_raw_diff
-    from guards.protect.snapshot import filtered_oids, head_tree_or_empty, is_regular_file
+    from guards.git.files import is_regular_file
+    from guards.protect.snapshot import filtered_oids
 
-    base = head_tree_or_empty(ws.repo)
+    base = ws.repo.head_tree_or_empty()
     changes: dict[str, Change] = {}
     for start in range(0, len(paths), 500):
         args = ["--literal-pathspecs", "diff-index", "--cached", "-z", "--no-renames", base]
@@ -127,7 +130,8 @@ def staged_not_proven(ws: Workspace, paths: list[str], records: Mapping[str, Any
         if not isinstance(fp, dict) or change.new.oid != fp.get("blob"):
             staged[path] = change.new.oid
     # A staged version equal to the file on disk (git's filters applied) is that file's.
-    files = [p for p in staged if is_regular_file(ws.repo.worktree / p)]
+    top = ws.repo.worktree_key + os.sep
+    files = [p for p in staged if is_regular_file(top + p)]
     on_disk = filtered_oids(ws.repo, files) if files else {}
     return {p for p, oid in staged.items() if on_disk.get(p) != oid}
 
@@ -139,14 +143,14 @@ def without_special_files(
     forever): they leave the list unless the index holds a staged version of the path.
     Returns the rest, and (path, kind) for each one left out."""
     from guards.git.entries import parse_raw_diff
-    from guards.protect.snapshot import head_tree_or_empty, special_kind
+    from guards.git.files import special_kind
 
-    top = os.fspath(ws.repo.worktree) + os.sep
+    top = ws.repo.worktree_key + os.sep
     kinds = {a.path: kind for a in at_risk if (kind := special_kind(top + a.path)) is not None}
     if not kinds:
         return at_risk, []
     args = ["--literal-pathspecs", "diff-index", "--cached", "-z", "--no-renames"]
-    res = ws.repo.run([*args, head_tree_or_empty(ws.repo), "--", *kinds])
+    res = ws.repo.run([*args, ws.repo.head_tree_or_empty(), "--", *kinds])
     staged = parse_raw_diff(res.stdout)
     hollow = [(p, kind) for p, kind in kinds.items() if p not in staged]
     gone = {p for p, _ in hollow}
@@ -214,34 +218,67 @@ class Action:
     WARN: Final = "warn"
 
 
-@dataclass
-class Decision:
+class Decision(MutableValue):
     """What the guard decided for one command, before doing any of it.
 
     :func:`decide` changes nothing (``guards explain`` shows it); :func:`carry_out`
     does it. ``at_risk``: what is not provably the caller's (the rescue's paths);
-    ``mine``: the caller's own work the command destroys as asked."""
+    ``mine``: the caller's own work the command destroys as asked; ``hollow``: special
+    files (FIFOs, sockets, devices) left out, nothing to keep; ``held``: paths the
+    caller's harness hook already rescued for this very command; ``what``: one line,
+    what would be destroyed ("" when nothing); ``message``: the refusal, or the
+    warning, as the user reads it; ``report``: the rescue line goes to stderr;
+    ``label``: how messages name the command (a shell line's ``rm -rf src``; None:
+    git's)."""
 
-    cmd: GitCommand
-    ws: Workspace
-    radius: BlastRadius
-    action: str
-    policy: str
-    at_risk: list[AtRisk]
-    mine: list[AtRisk]
-    commits: list[tuple[str, str]]
-    #: special files (FIFOs, sockets, devices) left out: nothing to keep
-    hollow: list[tuple[str, str]]
-    #: paths the caller's harness hook already rescued for this very command
-    held: list[str]
-    #: one line: what would be destroyed ("" when nothing)
-    what: str
-    #: the refusal, or the warning, as the user reads it
-    message: str
-    #: the rescue line goes to stderr
-    report: bool
-    #: how messages name the command (a shell line's ``rm -rf src``; None: git's)
-    label: str | None = None
+    __slots__ = (
+        "action",
+        "at_risk",
+        "cmd",
+        "commits",
+        "held",
+        "hollow",
+        "label",
+        "message",
+        "mine",
+        "policy",
+        "radius",
+        "report",
+        "what",
+        "ws",
+    )
+
+    def __init__(
+        self,
+        cmd: GitCommand,
+        ws: Workspace,
+        radius: BlastRadius,
+        action: str,
+        policy: str,
+        at_risk: list[AtRisk],
+        mine: list[AtRisk],
+        commits: list[tuple[str, str]],
+        hollow: list[tuple[str, str]],
+        held: list[str],
+        what: str,
+        message: str,
+        report: bool,
+        label: str | None = None,
+    ) -> None:
+        self.cmd = cmd
+        self.ws = ws
+        self.radius = radius
+        self.action = action
+        self.policy = policy
+        self.at_risk = at_risk
+        self.mine = mine
+        self.commits = commits
+        self.hollow = hollow
+        self.held = held
+        self.what = what
+        self.message = message
+        self.report = report
+        self.label = label
 
 
 def decide(

@@ -168,10 +168,10 @@ def signatures(ws: Workspace, paths: list[str]) -> dict[str, object]:
     import time
 
     taken = time.time_ns()  # before the stats: a write after them shows a later time
-    top = os.fspath(ws.repo.worktree) + os.sep
+    top = ws.repo.worktree_key + os.sep
     own = _rescues_write(ws)
     out: dict[str, object] = {p: _signature(top + p, own) for p in paths}
-    out[INDEX_KEY] = _signature(os.fspath(_index_file(ws)))
+    out[INDEX_KEY] = _signature(_index_file(ws))
     out["\0taken"] = taken
     return out
 
@@ -179,11 +179,11 @@ def signatures(ws: Workspace, paths: list[str]) -> dict[str, object]:
 def unchanged(ws: Workspace, paths: list[str], seen: dict[str, object]) -> set[str]:
     """The ``paths`` whose metadata (and the index's) is what :func:`signatures` saw,
     and not racily so: the rescue made then holds them as they are."""
-    if not seen or _signature(os.fspath(_index_file(ws))) != seen.get(INDEX_KEY):
+    if not seen or _signature(_index_file(ws)) != seen.get(INDEX_KEY):
         return set()
     taken = seen.get("\0taken")
     limit = (taken if isinstance(taken, int) else 0) - RACY_NS
-    top = os.fspath(ws.repo.worktree) + os.sep
+    top = ws.repo.worktree_key + os.sep
     own = _rescues_write(ws)
     found = set()
     for p in paths:
@@ -195,10 +195,8 @@ def unchanged(ws: Workspace, paths: list[str], seen: dict[str, object]) -> set[s
     return found
 
 
-def _index_file(ws: Workspace) -> os.PathLike[str]:
-    from guards.protect.snapshot import real_index_path
-
-    return real_index_path(ws.repo)
+def _index_file(ws: Workspace) -> str:
+    return ws.repo.index_file_text()
 
 
 def _rescues_write(ws: Workspace) -> frozenset[str]:

@@ -34,7 +34,7 @@ from guards.git.entries import (
     parse_raw_diff,
     tree_listing,
 )
-from guards.git.files import holds_repository, walk_files
+from guards.git.files import holds_repository, is_regular_file, special_kind, walk_files
 from guards.git.objects import (
     GITLINK,
     SYMLINK,
@@ -61,8 +61,7 @@ class SnapshotError(RefusedError):
 
 def real_index_path(repo: Repo) -> Path:
     """The index this work tree uses (its own in a linked worktree; honours GIT_INDEX_FILE)."""
-    res = repo.run(["rev-parse", "--path-format=absolute", "--git-path", "index"])
-    return Path(os.fsdecode(git.strip_newline(res.stdout)))
+    return Path(repo.index_file_text())
 
 
 def _locate(repo: Repo) -> tuple[Path, str | None, str]:
@@ -82,44 +81,10 @@ def _locate(repo: Repo) -> tuple[Path, str | None, str]:
     return real_index_path(repo), None, empty_tree(repo.object_format)
 
 
-def head_tree_or_empty(repo: Repo) -> str:
-    """HEAD's tree, or the empty tree on an unborn branch."""
-    res = repo.run(["rev-parse", "-q", "--verify", "HEAD^{tree}"], check=False)
-    return res.stdout.decode().strip() if res.returncode == 0 else empty_tree(repo.object_format)
-
-
-def is_regular_file(path: str | os.PathLike[str]) -> bool:
-    """A regular file, not following symlinks (a FIFO, socket or device is never opened)."""
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
 #: What :func:`disk_states` says for a directory (a nested repository) ...
 DIRECTORY = "directory"
 #: ... and for a FIFO, socket or device: no content to keep, never opened.
 SPECIAL = "special"
-
-
-def special_kind(path: str | os.PathLike[str]) -> str | None:
-    """ "FIFO", "socket" or "device" when ``path`` is one (opening it could block
-    forever, and it holds no content to keep); None otherwise."""
-    try:
-        mode = os.lstat(path).st_mode
-    except OSError:
-        return None
-    return _special_kind(mode)
-
-
-def _special_kind(mode: int) -> str | None:
-    if stat.S_ISFIFO(mode):
-        return "FIFO"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "device"
-    return None
 
 
 def expand_paths(top: Path, paths: Iterable[str]) -> tuple[list[str], list[str]]:
