@@ -373,7 +373,8 @@ def plan_install(harness: str, path: Path) -> list[Step]:
     if harness == "opencode":
         from guards.integrations import opencode_plugin
 
-        return opencode_plugin.plan_install(path)
+        text = opencode_plugin.plugin_text(hook_script("opencode"), TIMEOUT)
+        return opencode_plugin.plan_install(path, text)
     doc = read_settings(path)
     events = _merge_for(harness)(doc)
     if not events:

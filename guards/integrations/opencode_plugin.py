@@ -53,17 +53,16 @@ def plugin_path(scope: str, project_dir: Path | None) -> Path:
     return project_dir / ".opencode" / PLUGIN_DIR / PLUGIN_NAME
 
 
-def plugin_text() -> str:
-    """Our plugin, as install writes it."""
-    from guards.integrations.harness_settings import TIMEOUT, hook_script
-
+def plugin_text(script: str, timeout: int) -> str:
+    """Our plugin, as install writes it: ``script`` the hook command (see
+    guards.integrations.harness_settings.hook_script), ``timeout`` in seconds."""
     beside = Path(__file__).resolve().parents[2] / "hooks" / TEMPLATE
     if beside.is_file():  # a source checkout (see installation.shim_text)
         template = beside.read_text(encoding="utf-8")
     else:
         template = resources.files("guards_hooks").joinpath(TEMPLATE).read_text(encoding="utf-8")
-    return template.replace("@GUARDS_HOOK_SCRIPT@", json.dumps(hook_script("opencode"))).replace(
-        "@GUARDS_TIMEOUT_MS@", str(TIMEOUT * 1000)
+    return template.replace("@GUARDS_HOOK_SCRIPT@", json.dumps(script)).replace(
+        "@GUARDS_TIMEOUT_MS@", str(timeout * 1000)
     )
 
 
@@ -91,8 +90,8 @@ def hook_script_of(path: Path) -> str | None:
     return None
 
 
-def plan_install(path: Path) -> list[Step]:
-    text = plugin_text()
+def plan_install(path: Path, text: str) -> list[Step]:
+    """Write ``text`` (:func:`plugin_text`) as ``path``, never over a file not ours."""
     if path.exists() or path.is_symlink():
         if not is_ours(path):
             raise UsageError(f"{path} exists and is not guards' opencode plugin; leaving it alone")
