@@ -77,7 +77,7 @@ def build_parser(only: str | None = None) -> Parser:
 
 def add_harness_arguments(parser: argparse.ArgumentParser, verb: str) -> None:
     """For install and uninstall: ``--claude`` / ``--codex`` / ``--gemini`` /
-    ``--copilot`` / ``--qwen`` with
+    ``--copilot`` / ``--qwen`` / ``--opencode`` with
     ``--project`` (default in a repository) or ``--user``."""
     parser.add_argument("--claude", action="store_true", help=f"{verb} Claude Code's settings.json")
     parser.add_argument("--codex", action="store_true", help=f"{verb} Codex CLI's hooks.json")
@@ -88,18 +88,24 @@ def add_harness_arguments(parser: argparse.ArgumentParser, verb: str) -> None:
         help=f"{verb} GitHub Copilot CLI's .github/hooks/guards.json (a repository's only)",
     )
     parser.add_argument("--qwen", action="store_true", help=f"{verb} Qwen Code's settings.json")
+    parser.add_argument(
+        "--opencode",
+        action="store_true",
+        help=f"{verb} opencode's plugins/ (guards' own plugin file, plugins/guards.js)",
+    )
     scope = parser.add_mutually_exclusive_group()
     scope.add_argument(
         "--project",
         dest="harness_scope",
         action="store_const",
         const="project",
-        help="the repository's .claude/, .codex/, .gemini/ or .qwen/ (default inside a repository)",
+        help="the repository's .claude/, .codex/, .gemini/, .qwen/ or .opencode/ (default inside "
+        "a repository)",
     )
     scope.add_argument(
         "--user",
         dest="harness_scope",
         action="store_const",
         const="user",
-        help="the user's ~/.claude/, ~/.codex/, ~/.gemini/ or ~/.qwen/",
+        help="the user's ~/.claude/, ~/.codex/, ~/.gemini/, ~/.qwen/ or ~/.config/opencode/",
     )

@@ -1,1 +1,2 @@
-"""Non-Python hook assets of guards (the `git` shim), shipped as package data."""
+"""Non-Python hook assets of guards (the `git` shim, the opencode plugin), shipped as
+package data."""

@@ -1,5 +1,5 @@
-"""guards agent-hook claude|codex|gemini|qwen|copilot: the harness hook entry point (JSON on
-stdin).
+"""guards agent-hook claude|codex|gemini|qwen|opencode|copilot: the harness hook entry
+point (JSON on stdin).
 
 Installed hooks run ``python -m guards.commands.agent_hook <harness>`` (no argparse on
 the way); the events are handled in :mod:`guards.integrations.agent_hooks`. GitHub
@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 __all__ = ["HARNESSES", "MAX_ID_LENGTH", "fast_main", "main", "session_for"]
 
 HELP = (
-    "entry point for Claude Code / Codex / Gemini CLI / GitHub Copilot CLI / Qwen Code hooks "
-    "(hook JSON on stdin)"
+    "entry point for Claude Code / Codex / Gemini CLI / GitHub Copilot CLI / Qwen Code / "
+    "opencode hooks (hook JSON on stdin)"
 )
 USAGE = (
     f"usage: guards agent-hook {{{','.join(h for h in HARNESSES if h != 'copilot')}}} "

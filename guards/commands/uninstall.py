@@ -64,8 +64,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _project_harness_hooks(repo: Repo) -> list[Step]:
     """Our hooks in this repository's .claude/settings.local.json, .claude/settings.json,
-    .codex/hooks.json, .gemini/settings.json, .github/hooks/guards.json and
-    .qwen/settings.json."""
+    .codex/hooks.json, .gemini/settings.json, .github/hooks/guards.json,
+    .qwen/settings.json and .opencode/plugins/guards.js."""
     from guards.integrations import harness_settings
 
     if repo.toplevel is None:

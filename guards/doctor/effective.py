@@ -106,7 +106,7 @@ def _harness_findings(ctx: Context) -> list[Finding]:
                         harness_settings.settings_path(harness, "project", project, shared=shared),
                     )
                 )
-    findings: list[Finding] = []
+    findings: list[Finding] = _opencode_findings(project)
     for harness, path in dict.fromkeys(paths):
         if not path.is_file():
             continue
@@ -131,6 +131,39 @@ def _harness_findings(ctx: Context) -> list[Finding]:
                 findings += _codex_trust_findings(ctx, doc, path, project, fix)
             if harness == "qwen" and project is not None and path.is_relative_to(project):
                 findings += _qwen_trust_findings(project)
+    return findings
+
+
+def _opencode_findings(project: Path | None) -> list[Finding]:
+    """guards' opencode plugin (the project's, the user's): what its hook command runs, and
+    a plugin install wrote that is gone."""
+    from guards.integrations import opencode_plugin
+
+    findings: list[Finding] = []
+    places = [("user", opencode_plugin.plugin_path("user", None))]
+    if project is not None:
+        places.append(("project", opencode_plugin.plugin_path("project", project)))
+    installed = {str(p) for p in opencode_plugin.installed_plugins()}
+    for scope, path in places:
+        fix = "guards install --opencode" + (" --user" if scope == "user" else "")
+        script = opencode_plugin.hook_script_of(path)
+        if script is None:
+            if str(path.absolute()) in installed:
+                findings.append(
+                    Finding(
+                        Level.PROBLEM,
+                        "setup",
+                        "opencode-plugin-missing",
+                        f"guards installed its opencode plugin as {path}, and it is gone (or "
+                        "replaced): opencode runs no guards hook there, and says nothing",
+                        fix,
+                        {"plugin": str(path)},
+                    )
+                )
+            continue
+        f = _runner_finding("harness-runner", f"the opencode plugin {path}", script, fix)
+        if f:
+            findings.append(f)
     return findings
 
 

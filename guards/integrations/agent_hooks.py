@@ -46,8 +46,9 @@ reason), shows the model a preToolUse context after the tool result, and puts
 ``COPILOT_AGENT_SESSION_ID`` in its shell commands' environment (so a line's receipt is
 left under a key of the line's own, and the shim inside it finds it).
 
-Qwen Code's payloads are read as Claude's by guards.integrations.qwen_hooks; it shows
-the model a context only after the tool ran, as Codex.
+Qwen Code's payloads are read as Claude's by guards.integrations.qwen_hooks, and
+opencode's plugin events by guards.integrations.opencode_hooks; both show the model a
+context only after the tool ran, as Codex.
 
 The hot path (a shell line that neither mentions git nor names a command destroying
 files, nor holds a ``>``) imports nothing but ``json`` and guards.predict.shell_files,
@@ -75,7 +76,7 @@ if TYPE_CHECKING:
     from guards.protect.rescue import RescueResult
     from guards.state.workspace import Workspace
 
-HARNESSES = ("claude", "codex", "gemini", "copilot", "qwen")
+HARNESSES = ("claude", "codex", "gemini", "copilot", "qwen", "opencode")
 #: Harnesses that show the model a PreToolUse context (the others: after the command).
 CONTEXT_BEFORE = frozenset({"claude", "copilot"})
 #: Tools whose input is a shell line.
@@ -125,6 +126,10 @@ def main(harness: str, raw: bytes, event_name: str | None = None) -> int:
         from guards.integrations.qwen_hooks import from_qwen
 
         event = from_qwen(event)
+    if harness == "opencode":
+        from guards.integrations.opencode_hooks import from_opencode
+
+        event = from_opencode(event)
     name = event.get("hook_event_name")
     if not isinstance(name, str):
         return _malformed(raw, "hook input has no hook_event_name")
@@ -209,6 +214,7 @@ def _malformed(raw: bytes, problem: str, event_name: str | None = None) -> int:
     could_run_git = "git" in text.lower() and (
         "PreToolUse" in text
         or "BeforeTool" in text
+        or "tool.execute.before" in text
         or event_name == "preToolUse"
         or ("hook_event_name" not in text and event_name is None)
     )

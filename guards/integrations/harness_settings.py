@@ -26,6 +26,9 @@ event, so the command does)::
 
 guards writes its own file there, ``.github/hooks/guards.json``, and never touches the
 others; uninstall takes our entries out of it and removes it when nothing else is left.
+
+opencode has no command hooks, only JavaScript plugins: guards writes its own plugin
+file, ``.opencode/plugins/guards.js`` (guards.integrations.opencode_plugin).
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from guards.integrations.installation import Step, recorded_python, sh_prefers_r
 
 #: Recognises our hook commands, whichever python or spelling installed them.
 OURS = re.compile(
-    r"guards(?:\.commands\.agent_hook| agent-hook) (?:claude|codex|gemini|copilot|qwen)\b"
+    r"guards(?:\.commands\.agent_hook| agent-hook) (?:claude|codex|gemini|copilot|qwen|opencode)\b"
 )
 
 #: event -> matcher (None: the event takes no matcher)
@@ -117,26 +120,31 @@ FOLDERS = {
     "gemini": (".gemini", "settings.json"),
     "copilot": (".github/hooks", "guards.json"),
     "qwen": (".qwen", "settings.json"),
+    "opencode": (".opencode/plugins", "guards.js"),
 }
 
 
 def hook_command(harness: str, event: str | None = None) -> str:
-    """The command the harness runs: the recorded python and our module (no argparse on
-    the way) while that python still has this guards, else ``guards`` on PATH, else exit
-    2 with one line (the harnesses block a tool call on 2 and show the line): never a
-    silent pass. Wrapped in ``sh -c`` so that a harness that splits the command itself
-    runs the same script as one that hands it to a shell. ``event``: Copilot's, named on
-    the command line (its payloads name none)."""
+    """The command the harness runs: :func:`hook_script` wrapped in ``sh -c`` so that a
+    harness that splits the command itself runs the same script as one that hands it to
+    a shell. ``event``: Copilot's, named on the command line (its payloads name none)."""
+    return f"sh -c {shlex.quote(hook_script(harness, event))}"
+
+
+def hook_script(harness: str, event: str | None = None) -> str:
+    """The hook's shell script: the recorded python and our module (no argparse on the
+    way) while that python still has this guards, else ``guards`` on PATH, else exit 2
+    with one line (the harnesses block a tool call on 2 and show the line): never a
+    silent pass."""
     py = shlex.quote(recorded_python())
     target = harness if event is None else f"{harness} {event}"
-    script = (
+    return (
         f"if {sh_prefers_recorded()}; then exec {py} -m guards.commands.agent_hook {target}; "
         f'fi; g=$(command -v guards) && exec "$g" agent-hook {target}; '
         f'echo "guards: the {harness} hook cannot run: guards is not installed any more '
         f"({py} is gone or lost it) and no guards is on PATH; reinstall git-guards, or "
         f'guards uninstall --{harness}" >&2; exit 2'
     )
-    return f"sh -c {shlex.quote(script)}"
 
 
 #: Claude Code's personal project settings: read like settings.json, but never meant to be
@@ -165,6 +173,10 @@ def settings_path(
             return Path(os.environ["GEMINI_CLI_HOME"]) / folder / name
         if harness == "qwen":
             return qwen_dir() / name
+        if harness == "opencode":
+            from guards.integrations.opencode_plugin import plugin_path
+
+            return plugin_path("user", None)
         return Path.home() / folder / name
     if project_dir is None:
         raise UsageError(f"--project needs a git repository (or use --user) for {harness}")
@@ -358,6 +370,11 @@ def _merge_for(harness: str) -> Callable[[dict[str, Any]], list[str]]:
 def plan_install(harness: str, path: Path) -> list[Step]:
     if harness == "copilot":
         return _plan_copilot(path, install=True)
+    if harness == "opencode":
+        from guards.integrations import opencode_plugin
+
+        text = opencode_plugin.plugin_text(hook_script("opencode"), TIMEOUT)
+        return opencode_plugin.plan_install(path, text)
     doc = read_settings(path)
     events = _merge_for(harness)(doc)
     if not events:
@@ -373,6 +390,10 @@ def plan_install(harness: str, path: Path) -> list[Step]:
 def plan_uninstall(harness: str, path: Path) -> list[Step]:
     if harness == "copilot":
         return _plan_copilot(path, install=False)
+    if harness == "opencode":
+        from guards.integrations import opencode_plugin
+
+        return opencode_plugin.plan_uninstall(path)
     doc = read_settings(path) if path.exists() else {}
     events = remove(doc)
     if not events:

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 #: The agent harnesses whose settings guards installs into.
-HARNESS_NAMES = ("claude", "codex", "gemini", "copilot", "qwen")
+HARNESS_NAMES = ("claude", "codex", "gemini", "copilot", "qwen", "opencode")
 
 
 def harness_steps(
@@ -25,7 +25,7 @@ def harness_steps(
     shared: bool = False,
 ) -> list[Step]:
     """The Claude Code / Codex / Gemini CLI / GitHub Copilot CLI / Qwen Code settings
-    changes asked for
+    changes (opencode: its plugin file) asked for
     (integrations.harness_settings); ``scope`` None: the project's files inside a
     repository, else the user's. Installing into a project writes Claude Code's personal
     settings.local.json unless ``shared``; uninstalling takes our hooks out of both."""
@@ -58,7 +58,7 @@ def uninstall_steps(harness: str, path: Path) -> list[Step]:
 
 def harnesses(args: object) -> list[str]:
     """The harnesses a command line names (``--claude``, ``--codex``, ``--gemini``,
-    ``--copilot``, ``--qwen``)."""
+    ``--copilot``, ``--qwen``, ``--opencode``)."""
     return [name for name in HARNESS_NAMES if getattr(args, name, False)]
 
 

@@ -6,7 +6,8 @@ harness session the command runs for: a harness session ``<id>`` is the guards s
 ``<harness>-<id>``, and the harness puts its id in every shell command's environment
 (Codex: ``CODEX_THREAD_ID``, GitHub Copilot CLI: ``COPILOT_AGENT_SESSION_ID``, Qwen
 Code: ``QWEN_CODE_SESSION_ID``, Claude Code: ``CLAUDE_CODE_SESSION_ID``, each equal to the
-hooks' session id).
+hooks' session id; opencode: ``OPENCODE_SESSION_ID``, set by guards' own plugin, which
+sets ``GUARDS_SESSION`` as well).
 
 Kept apart from guards.state.session (liveness, with ``enum``) because ``guards record``
 and the agent hook run on every agent edit and need only these: no regular expression,
@@ -34,6 +35,7 @@ HARNESS_SESSION_ENV = (
     ("codex", "CODEX_THREAD_ID"),
     ("copilot", "COPILOT_AGENT_SESSION_ID"),
     ("qwen", "QWEN_CODE_SESSION_ID"),
+    ("opencode", "OPENCODE_SESSION_ID"),
     ("claude", "CLAUDE_CODE_SESSION_ID"),
 )
 

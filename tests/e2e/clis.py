@@ -42,6 +42,7 @@ PACKAGES = {
     "gemini": "@google/gemini-cli",
     "copilot": "@github/copilot",
     "qwen": "@qwen-code/qwen-code",
+    "opencode": "opencode-ai",
 }
 #: An unreachable registry fails in seconds, not after npm's minutes of retries.
 FAIL_FAST = [
@@ -73,6 +74,7 @@ FOREIGN_PREFIXES = (
     "GH_",
     "GITHUB_",
     "QWEN_",
+    "OPENCODE",
 )
 
 
@@ -575,4 +577,82 @@ def run_qwen_acp(
         if proc.poll() is None:
             _kill(proc)
             proc.wait()
+    return run
+
+
+#: opencode's own traffic off: no update check, no models.dev list, no sharing.
+OPENCODE_OFFLINE = {
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",
+    "OPENCODE_DISABLE_SHARE": "1",
+    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+}
+
+
+def opencode_config(base_url: str) -> dict[str, Any]:
+    """An ``opencode.json`` whose model is the fake one: a provider of its own on
+    ``@ai-sdk/anthropic`` (bundled in the binary) at ``base_url``, selected by
+    ``"model"``; no update check, no sharing."""
+    return {
+        "$schema": "https://opencode.ai/config.json",
+        "autoupdate": False,
+        "share": "disabled",
+        "provider": {
+            "fake": {
+                "npm": "@ai-sdk/anthropic",
+                "name": "Fake",
+                "options": {"baseURL": f"{base_url}/v1", "apiKey": "sk-fake"},
+                "models": {"claude-fake": {"name": "claude-fake", "tool_call": True}},
+            }
+        },
+        "model": "fake/claude-fake",
+    }
+
+
+def opencode_offline_plugin_deps(*config_dirs: Path) -> None:
+    """opencode installs its plugin SDK (``@opencode-ai/plugin``, from npm) into every
+    config directory when plugins are there, and waits for it; guards' plugin does not
+    use it. A ``node_modules`` and a lock naming it make opencode skip that install (it
+    compares the names only): no registry traffic, seconds saved."""
+    lock = {"packages": {"": {"dependencies": {"@opencode-ai/plugin": "*"}}}}
+    for folder in config_dirs:
+        (folder / "node_modules").mkdir(parents=True, exist_ok=True)
+        (folder / "package-lock.json").write_text(json.dumps(lock))
+        # what opencode writes there itself (it ignores itself): never anyone's dirty work
+        ignore = "node_modules\npackage.json\npackage-lock.json\nbun.lock\n.gitignore"
+        (folder / ".gitignore").write_text(ignore)
+
+
+def run_opencode(
+    exe: Path,
+    cwd: Path,
+    prompts: list[str],
+    env: dict[str, str],
+    *,
+    timeout: float = 120,
+) -> Run:
+    """``opencode run --format json PROMPT`` (headless: every tool allowed), its events as
+    JSON lines (each with ``sessionID``, read into ``session_id``); each later prompt
+    continues the session (``--session <id>``), one process per prompt as a user would.
+
+    opencode takes its directory from ``$PWD`` before its real working directory: ``PWD``
+    is set to ``cwd`` (an inherited one sent a test's ``git reset --hard`` to the
+    checkout the tests ran from)."""
+    run = Run(returncode=0)
+    env = {**OPENCODE_OFFLINE, **env, "PWD": str(cwd)}
+    for prompt in prompts:
+        args = [str(exe), "run", "--format", "json", "--dir", str(cwd)]
+        if run.events:
+            args += ["--session", run.session_id]
+        returncode, out, err = _headless([*args, prompt], cwd, env, timeout)
+        for line in out.splitlines():
+            if line.strip():
+                event = _json_line(line)
+                if isinstance(event.get("sessionID"), str):
+                    event["session_id"] = event["sessionID"]
+                run.events.append(event)
+        run.stderr += err
+        run.returncode = returncode
+        if returncode != 0:
+            break
     return run

@@ -48,6 +48,11 @@ def qwen(clis: dict[str, Cli]) -> Cli:
 
 
 @pytest.fixture
+def opencode(clis: dict[str, Cli]) -> Cli:
+    return _cli(clis, "opencode")
+
+
+@pytest.fixture
 def model() -> Iterator[Callable[..., ModelServer]]:
     """Start a fake model answering from a script; stopped (and checked) at teardown."""
     servers: list[ModelServer] = []

@@ -38,6 +38,10 @@ COPILOT = "copilot"
 #: (run_shell_command, write_file, edit; Claude's input fields).
 QWEN = "qwen"
 
+#: opencode (a provider on ``@ai-sdk/anthropic``): the Anthropic wire format with its own
+#: tools (bash; write and edit with ``filePath``, ``oldString``, ``newString``).
+OPENCODE = "opencode"
+
 #: What the model says when it has nothing left to do.
 DONE = "done"
 
@@ -276,6 +280,7 @@ TOOLS = {
         "edit": "edit",
         "read": "read_file",
     },
+    OPENCODE: {"shell": "bash", "write": "write", "edit": "edit", "read": "read"},
     OPENAI: {
         "shell": "exec_command",
         "write": "apply_patch",
@@ -373,6 +378,8 @@ def _anthropic_input(action: Action, flavour: str = "") -> dict[str, str]:
     a = action.args
     if flavour == COPILOT:
         return _copilot_input(action)
+    if flavour == OPENCODE:
+        return _opencode_input(action)
     if action.kind == "shell":
         where = {"directory": a["directory"]} if "directory" in a and flavour == QWEN else {}
         return {"command": a["command"], "description": "run a command", **where}
@@ -392,6 +399,18 @@ def _copilot_input(action: Action) -> dict[str, str]:
     if action.kind == "read":
         return {"path": a["path"]}
     return {"path": a["path"], "old_str": a["old"], "new_str": a["new"]}
+
+
+def _opencode_input(action: Action) -> dict[str, str]:
+    a = action.args
+    if action.kind == "shell":
+        where = {"workdir": a["directory"]} if "directory" in a else {}
+        return {"command": a["command"], "description": "run a command", **where}
+    if action.kind == "write":
+        return {"filePath": a["path"], "content": a["content"]}
+    if action.kind == "read":
+        return {"filePath": a["path"]}
+    return {"filePath": a["path"], "oldString": a["old"], "newString": a["new"]}
 
 
 def anthropic_reply(

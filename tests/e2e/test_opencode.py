@@ -1,0 +1,232 @@
+"""opencode, the real CLI from npm (``opencode-ai``), with guards' plugin installed by
+`guards install --opencode` (.opencode/plugins/guards.js), driven headless (`opencode run
+--format json`) against the scripted fake model (tests/e2e/model_server.py): a provider
+of the sealed user config's opencode.json on ``@ai-sdk/anthropic`` at the fake server,
+with opencode's own tools (bash, write, edit with filePath).
+
+The plugin's tool.execute.before is awaited before a tool runs: exit 2 of the hook
+throws, and the Error is the tool result the model reads. A rescue is told after the
+tool ran, appended to its output by tool.execute.after. The frame is a synthetic text
+part of each prompt (chat.message); shell commands get GUARDS_SESSION from shell.env;
+the plugin's dispose (opencode exits) ends the sessions it saw."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from guards.commands.agent_hook import session_for
+from tests.e2e.clis import (
+    Cli,
+    Run,
+    cli_env,
+    opencode_config,
+    opencode_offline_plugin_deps,
+    run_opencode,
+)
+from tests.e2e.model_server import OPENCODE, ModelServer, Step, read, say, shell
+from tests.e2e.model_server import edit as edit_file
+from tests.e2e.model_server import write as write_file
+from tests.e2e.scenario import (
+    ALICE,
+    ALICE_WORK,
+    FILES,
+    RESCUED,
+    TOUR_PATHS,
+    Tour,
+    attributed_after_the_tour,
+    observe_markers,
+    owners,
+    project,
+    rescue_refs,
+    sessions,
+    show,
+    write_work,
+)
+from tests.helpers import git, make_repo, run_guards
+
+Model = Callable[..., ModelServer]
+FRAME = "[Workspace:"
+PLUGIN = ".opencode/plugins/guards.js"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    repo = project(tmp_path / "repo", "--opencode", "--no-aliases")
+    assert git(repo, "ls-files", PLUGIN).strip() == PLUGIN
+    return repo
+
+
+def config_home(hermetic_seal: Path) -> Path:
+    return Path(cli_env({})["XDG_CONFIG_HOME"]) / "opencode"
+
+
+def opencode_run(
+    opencode: Cli,
+    repo: Path,
+    server: ModelServer,
+    prompts: tuple[str, ...] = ("go",),
+    env: dict[str, str] | None = None,
+    shim: Path | None = None,
+) -> Run:
+    """Headless prompts (a later one continues the session); the fake model is the user
+    config's; with ``shim``, `guards install --shim DIR` first and DIR first on PATH."""
+    assert opencode.path is not None
+    if shim is not None:
+        res = run_guards("install", "--shim", str(shim), "--no-aliases", cwd=repo)
+        assert res.returncode == 0, res.stderr
+    full_env = cli_env(env or {}, path_first=[shim] if shim is not None else None)
+    user = Path(full_env["XDG_CONFIG_HOME"]) / "opencode"
+    user.mkdir(parents=True, exist_ok=True)
+    (user / "opencode.json").write_text(json.dumps(opencode_config(server.url)))
+    opencode_offline_plugin_deps(user, repo / ".opencode")
+    run = run_opencode(opencode.path, repo, list(prompts), full_env)
+    assert run.returncode == 0, f"opencode exited {run.returncode}: {run.stderr[-2000:]}"
+    return run
+
+
+def me(run: Run) -> str:
+    return session_for("opencode", run.session_id)
+
+
+def tool_result(server: ModelServer, step: int) -> dict[str, object]:
+    [result] = [
+        block
+        for block in server.at_step(step).body["messages"][-1]["content"]
+        if block.get("type") == "tool_result"
+    ]
+    return dict(result)
+
+
+def test_the_plugin_rescues_alices_work_before_each_destructive_form_and_the_model_reads_it(
+    opencode: Cli, model: Model, repo: Path
+) -> None:
+    tour = Tour(repo)
+    server = model(tour.script(), tour.before_step(), flavour=OPENCODE)
+    opencode_run(opencode, repo, server)
+    tour.check(server)
+    for step in range(1, len(tour.commands) + 1):
+        assert RESCUED in json.dumps(tool_result(server, step))  # appended to its output
+    assert observe_markers(repo) == []
+
+
+def test_with_policy_block_the_plugin_refuses_and_the_model_reads_why(
+    opencode: Cli, model: Model, repo: Path
+) -> None:
+    write_work(repo, ALICE_WORK)
+    server = model([[shell("git reset --hard")], say("done")], flavour=OPENCODE)
+    opencode_run(opencode, repo, server, env={"GUARDS_POLICY": "block"})
+    assert (repo / "src/app.py").read_text() == ALICE_WORK["src/app.py"]
+    assert rescue_refs(repo) == []
+    result = tool_result(server, 1)
+    assert result.get("is_error") is True
+    news = json.dumps(result)
+    assert "policy is block" in news and ALICE in news
+    assert "refused `git reset --hard`" in news
+
+
+def test_write_edit_and_shell_commands_are_attributed_to_the_session(
+    opencode: Cli, model: Model, repo: Path
+) -> None:
+    write_work(repo, {"README": "alice's readme\n"})
+    script: list[Step] = [
+        [write_file(str(repo / "new.txt"), "written by opencode\n")],
+        [read(str(repo / "src/app.py"))],  # opencode edits only a file read in the session
+        [edit_file(str(repo / "src/app.py"), "print('hi')", "print('opencode')")],
+        [shell("echo ok > made.txt")],
+        [shell("echo failing > failed.txt; exit 3")],
+        say("done"),
+    ]
+    server = model(script, flavour=OPENCODE)
+    run = opencode_run(opencode, repo, server)
+    assert (repo / "src/app.py").read_text() == "print('opencode')\n"
+    expected = {"README": ALICE, **dict.fromkeys(TOUR_PATHS, me(run))}
+    assert attributed_after_the_tour(repo) == expected
+
+
+@pytest.mark.parametrize("tool", ["write", "edit"])
+def test_a_write_over_alices_uncommitted_file_rescues_it_first_and_the_model_hears_of_it(
+    opencode: Cli, model: Model, repo: Path, tool: str
+) -> None:
+    write_work(repo, {"README": "alice's readme\n"})
+    target = str(repo / "README")
+    change = (
+        write_file(target, "opencode's readme\n")
+        if tool == "write"
+        else edit_file(target, "alice's readme", "opencode's readme")
+    )
+    server = model([[read(target)], [change], say("done")], flavour=OPENCODE)
+    run = opencode_run(opencode, repo, server)
+    [ref] = rescue_refs(repo)
+    assert ref.startswith(f"refs/rescue/{ALICE}/")
+    assert show(repo, ref, "README") == "alice's readme\n"
+    assert (repo / "README").read_text() == "opencode's readme\n"
+    assert owners(repo) == {"README": me(run)}
+    news = server.at_step(2).news()
+    assert news.count(RESCUED) == 1 and ref in news, news
+
+
+def test_the_frame_arrives_once_per_prompt_and_shell_commands_run_as_the_session(
+    opencode: Cli, model: Model, repo: Path
+) -> None:
+    """The frame is a part of each prompt (chat.message), once; guards inside a shell
+    command is the session (GUARDS_SESSION from the plugin's shell.env)."""
+    write_work(repo, {"README": "alice's readme\n"})
+    guards_status = f"{shlex.quote(sys.executable)} -m guards status --json > status.json"
+    script: list[Step] = [[shell(guards_status)], say("done"), say("done again")]
+    server = model(script, flavour=OPENCODE)
+    run = opencode_run(opencode, repo, server, prompts=("go", "and again"))
+    first, after_tool, second = server.at_step(0), server.at_step(1), server.at_step(2)
+    assert first.text().count(FRAME) == 1
+    assert "README" in first.text() and f"session {ALICE}" in first.text()
+    assert FRAME not in after_tool.news() and after_tool.text().count(FRAME) == 1
+    assert second.news().count(FRAME) == 1
+    assert (repo / "status.json").exists(), after_tool.news()
+    assert json.loads((repo / "status.json").read_text())["caller"] == me(run)
+    assert owners(repo) == {"README": ALICE, "status.json": me(run)}
+
+
+def test_the_session_ends_when_opencode_exits(opencode: Cli, model: Model, repo: Path) -> None:
+    """The plugin's dispose (opencode run exits) sends SessionEnd for the sessions it saw:
+    the session's own work is persisted and the session marked ended."""
+    server = model([[shell("echo mine > mine.txt")], say("done")], flavour=OPENCODE)
+    run = opencode_run(opencode, repo, server)
+    assert (repo / "mine.txt").read_text() == "mine\n", run.stderr[-2000:]
+    assert owners(repo) == {"mine.txt": me(run)}
+    assert sessions(repo)[me(run)]["liveness"] == "ended", run.stderr[-2000:]
+    assert show(repo, f"refs/wip/{me(run)}", "mine.txt") == "mine\n"
+
+
+def test_hook_and_shim_rescue_the_same_work_once(
+    opencode: Cli, model: Model, repo: Path, tmp_path: Path
+) -> None:
+    shim = tmp_path / "shim"
+    write_work(repo, ALICE_WORK)
+    server = model([[shell("command -v git; git reset --hard")], say("done")], flavour=OPENCODE)
+    opencode_run(opencode, repo, server, shim=shim)
+    news = server.at_step(1).news()
+    assert str(shim / "git") in news  # opencode's shell keeps PATH
+    assert (repo / "src/app.py").read_text() == FILES["src/app.py"]
+    [ref] = rescue_refs(repo)
+    assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
+    assert news.count(RESCUED) == 1
+    assert not any((repo / ".git/guards/receipts").iterdir())
+
+
+def test_the_user_plugin_guards_every_project(opencode: Cli, model: Model, tmp_path: Path) -> None:
+    """`guards install --opencode --user`: ~/.config/opencode/plugins/guards.js."""
+    repo = make_repo(tmp_path / "repo", FILES)
+    res = run_guards("install", "--opencode", "--user", "--no-aliases", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    assert (Path(cli_env({})["XDG_CONFIG_HOME"]) / "opencode/plugins/guards.js").is_file()
+    write_work(repo, ALICE_WORK)
+    server = model([[shell("git reset --hard")], say("done")], flavour=OPENCODE)
+    opencode_run(opencode, repo, server)
+    [ref] = rescue_refs(repo)
+    assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
+    assert RESCUED in server.at_step(1).news()
