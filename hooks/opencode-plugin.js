@@ -24,10 +24,16 @@ const SCRIPT = @GUARDS_HOOK_SCRIPT@;
 const TIMEOUT = @GUARDS_TIMEOUT_MS@;
 const TOOLS = new Set(["bash", "write", "edit", "apply_patch", "multiedit"]);
 
-// guards.state.identity.session_for("opencode", id); null when too long to match.
+// guards.state.identity.session_for("opencode", id), character for character (a run of
+// characters a session id cannot hold becomes one "-"); null when too long to match.
 function guardsSession(id) {
-  const cleaned = String(id).trim().replace(/[^A-Za-z0-9._:@+=-]+/g, "-").replace(/^-+|-+$/g, "");
-  const sid = "opencode-" + (cleaned || "unnamed");
+  const allowed = /[A-Za-z0-9._:@+=-]/;
+  let out = "";
+  for (const c of String(id).trim()) {
+    if (allowed.test(c)) out += c;
+    else if (!out.endsWith("-")) out += "-";
+  }
+  const sid = "opencode-" + (out.replace(/^-+|-+$/g, "") || "unnamed");
   return sid.length <= 128 ? sid : null;
 }
 

@@ -5,6 +5,7 @@ a context shown only after the tool ran), and the plugin's install, uninstall an
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 from guards.commands.agent_hook import session_for
 from guards.integrations.opencode_hooks import from_opencode
 from guards.state.identity import harness_caller
-from tests.helpers import git, make_repo, run_agent_hook, run_guards
+from tests.helpers import PROJECT_ROOT, git, make_repo, run_agent_hook, run_guards
 
 ALICE = "alice"
 SID = "ses_dcafcaf90ffezGqh5sp0wzzYtp"
@@ -223,3 +224,33 @@ def test_doctor_reports_a_missing_plugin_and_one_whose_guards_is_gone(
     python.unlink()
     runners = [f for f in doctor(repo).get("harness-runner", []) if "opencode" in str(f)]
     assert runners and "guards" in str(runners[0]["message"])
+
+
+SESSION_IDS = [
+    SID,
+    "ses with spaces",
+    "a- b",  # a "-" then a space: one "-", as session_for makes it
+    "--edge--",
+    "ünïcödé-id",
+    "tab\tand\nnewline",
+    "",
+    "x" * 119,  # "opencode-" + 119 = 128: the longest id kept as it is
+]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not on PATH")
+def test_the_plugin_names_a_session_as_guards_does(tmp_path: Path) -> None:
+    """The plugin puts GUARDS_SESSION into every shell command itself: its rule must be
+    session_for's, or the session's own edits would be another session's to guards."""
+    source = (PROJECT_ROOT / "hooks/opencode-plugin.js").read_text()
+    start = source.index("function guardsSession(")
+    body = source[start : source.index("\n}\n", start) + 3]
+    script = tmp_path / "names.js"
+    script.write_text(
+        body + "const ids = JSON.parse(process.argv[2]);\n"
+        "console.log(JSON.stringify(ids.map(guardsSession)));\n"
+    )
+    res = subprocess.run(
+        ["node", str(script), json.dumps(SESSION_IDS)], capture_output=True, text=True, check=True
+    )
+    assert json.loads(res.stdout) == [session_for("opencode", i) for i in SESSION_IDS]
