@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import re
 import sys
 
@@ -75,7 +76,26 @@ def test_distribution_name_is_git_guards_and_the_command_guards() -> None:
     config = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 
     assert config["project"]["name"] == "git-guards"
-    assert config["project"]["scripts"] == {"guards": "guards.main:main"}
+    assert config["tool"]["setuptools"]["script-files"] == ["bin/guards"]
+    assert "scripts" not in config["project"]  # pip's entry-point wrapper imports re
+
+
+def test_the_command_script_imports_only_sys_and_guards_main() -> None:
+    """Every `guards ...` an agent or a hook runs starts this script: what it imports
+    beyond guards' own dispatch is paid on every call."""
+    import ast
+
+    script = PROJECT_ROOT / "bin" / "guards"
+    tree = ast.parse(script.read_text(encoding="utf-8"))
+    imported = [
+        alias.name if isinstance(node, ast.Import) else f"{node.module}:{alias.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for alias in node.names
+    ]
+    assert imported == ["sys", "guards.main:main"]
+    assert script.read_text(encoding="utf-8").startswith("#!python\n")  # pip sets the path
+    assert os.access(script, os.X_OK)
 
 
 def _readme_setup_commands() -> list[str]:
