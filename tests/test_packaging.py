@@ -66,7 +66,8 @@ def test_license_and_changelog_name_the_release() -> None:
     changelog = (PROJECT_ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     licence = (PROJECT_ROOT / "LICENSE").read_text(encoding="utf-8")
 
-    assert config["project"]["license"] == {"text": "MIT"}
+    assert config["project"]["license"] == "MIT"  # an SPDX expression (setuptools >= 77)
+    assert config["project"]["license-files"] == ["LICENSE"]
     assert licence.startswith("MIT License") and "the guards authors" in licence
     assert re.search(rf"^## {re.escape(version)}\b", changelog, re.MULTILINE)
     assert f"v{version}" in changelog or "v<version>" in changelog

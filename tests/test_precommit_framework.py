@@ -92,7 +92,7 @@ def test_every_hook_id_in_the_manifest_is_documented_in_the_readme() -> None:
 # -- a snapshot of this project for the framework to install ------------------------------
 
 _SNAPSHOT_FILES = ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml", "LICENSE")
-_SNAPSHOT_DIRS = ("guards", "hooks")
+_SNAPSHOT_DIRS = ("guards", "hooks", "bin")
 
 
 def _sealed_env(home: Path) -> dict[str, str]:
