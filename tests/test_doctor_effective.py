@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -71,6 +72,30 @@ def test_dirty_work_in_a_linked_worktree_is_reported(repo: Path, tmp_path: Path)
     assert dirty["level"] == "warn"
     assert f"{other} (1 dirty path)" in str(dirty["message"])
     assert dirty["fix"] == f"cd {other} && guards status"
+
+
+def test_dirty_work_in_many_worktrees_is_counted_each_and_an_unreadable_one_named(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The statuses run a few at a time and are only counted; one git cannot read
+    (here: a worktree whose directory is gone but git still lists) is named."""
+    others = [tmp_path / f"wt{i}" for i in range(5)]
+    for i, other in enumerate(others):
+        git(repo, "worktree", "add", "-q", "-b", f"wt{i}", str(other))
+        for n in range(i):
+            (other / f"new{n}.txt").write_text("work\n")
+    (others[1] / "README").write_text("changed\n")
+    gone = tmp_path / "gone"
+    git(repo, "worktree", "add", "-q", "-b", "gone", str(gone))
+    git(repo, "worktree", "lock", str(gone))  # locked: git keeps listing it, not prunable
+    shutil.rmtree(gone)
+
+    found = doctor(repo)["worktrees-dirty"]
+
+    counts = next(f for f in found if f["level"] == "warn")["data"]["worktrees"]
+    assert counts == {str(others[1]): 2, str(others[2]): 2, str(others[3]): 3, str(others[4]): 4}
+    problem = next(f for f in found if f["level"] == "problem")
+    assert problem["data"]["unreadable"] == [str(gone)]
 
 
 def test_a_shim_installed_but_not_on_path_is_not_ok(repo: Path, tmp_path: Path) -> None:

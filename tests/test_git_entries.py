@@ -52,3 +52,25 @@ def test_index_and_tree_listings_keep_odd_names_and_stages(tmp_path: Path) -> No
     tree = dict(tree_listing(git(repo, "ls-tree", "-r", "-z", "HEAD").encode()))
     assert set(tree) == {"keep", "gone", "odd\tname\n"}
     assert tree["keep"] == Entry(REGULAR, git(repo, "rev-parse", "HEAD:keep").strip())
+
+
+def test_counting_a_status_agrees_with_parsing_it(tmp_path: Path) -> None:
+    """Every kind of record (changed, added, deleted, unmerged, untracked, ignored, a
+    rename record's second path): the count is the parse's length."""
+    from guards import git as guards_git
+    from guards.git.dirty import count_porcelain_v2, parse_porcelain_v2
+
+    repo = make_repo(tmp_path / "repo", {"a.txt": "a\n", "b.txt": "b\n", ".gitignore": "*.log\n"})
+    (repo / "a.txt").write_text("changed\n")
+    (repo / "b.txt").unlink()
+    (repo / "new file.txt").write_text("n\n")
+    (repo / "debug.log").write_text("x\n")
+    (repo / "staged.txt").write_text("s\n")
+    git(repo, "add", "staged.txt")
+    status = git(repo, *guards_git.status_args(ignored=True)).encode("utf-8", "surrogateescape")
+    renamed = (
+        b"2 R. N... 100644 100644 100644 " + b"0" * 40 + b" " + b"0" * 40 + b" R100 new\0old\0"
+    )
+    for data in (status, status + renamed, b""):
+        assert count_porcelain_v2(data) == len(parse_porcelain_v2(data))
+    assert count_porcelain_v2(status) == 5

@@ -325,28 +325,56 @@ def check_shim_on_path(ctx: Context) -> list[Finding]:
     ]
 
 
+def _dirty_counts(worktrees: list[str]) -> tuple[dict[str, int], list[str]]:
+    """(worktree -> dirty paths where there are any, worktrees whose status cannot be
+    read). A few ``git status`` run at a time (hundreds of worktrees of 100,000 files
+    each are a fleet's normal), each only counted; one that fails is read again the
+    careful way (:func:`read_dirty`, which steps around a submodule git cannot read)."""
+    from guards import git
+    from guards.git.dirty import count_porcelain_v2, read_dirty
+    from guards.git.repo import discover
+
+    at_once = max(2, os.cpu_count() or 2)
+    dirty: dict[str, int] = {}
+    unreadable: list[str] = []
+    pending: list[tuple[str, git.Pending]] = []
+
+    def finish(path: str, started: git.Pending) -> None:
+        res = started.result(check=False)
+        try:
+            count = (
+                count_porcelain_v2(res.stdout)
+                if res.returncode == 0
+                else len(read_dirty(discover(path)))
+            )
+        except Exception:
+            unreadable.append(path)
+            return
+        if count:
+            dirty[path] = count
+
+    for path in worktrees:
+        if len(pending) >= at_once:
+            finish(*pending.pop(0))
+        pending.append((path, git.start(git.status_args(), cwd=path)))
+    for path, started in pending:
+        finish(path, started)
+    return {p: dirty[p] for p in worktrees if p in dirty}, unreadable
+
+
 def check_worktrees_dirty(ctx: Context) -> list[Finding]:
     """Dirty work in the other worktrees of this repository (doctor's `dirty` looks at
     this one only)."""
     repo = ctx.repo
     if repo is None:
         return []
-    from guards.git.dirty import read_dirty
-    from guards.git.repo import discover
-
     here = os.path.realpath(repo.toplevel) if repo.toplevel else None
-    dirty: dict[str, int] = {}
-    unreadable: list[str] = []
-    for w in ctx.git_worktrees():
-        if w.bare or w.prunable is not None or os.path.realpath(w.path) == here:
-            continue
-        try:
-            count = len(read_dirty(discover(w.path)))
-        except Exception:
-            unreadable.append(w.path)
-            continue
-        if count:
-            dirty[w.path] = count
+    others = [
+        w.path
+        for w in ctx.git_worktrees()
+        if not w.bare and w.prunable is None and os.path.realpath(w.path) != here
+    ]
+    dirty, unreadable = _dirty_counts(others)
     findings = []
     if dirty:
         first = next(iter(dirty))

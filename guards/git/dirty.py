@@ -181,6 +181,18 @@ def finish_reading(started: git.Pending) -> list[DirtyPath]:
     return parse_porcelain_v2(started.result().stdout)
 
 
+def count_porcelain_v2(data: bytes) -> int:
+    """How many dirty paths :func:`parse_porcelain_v2` would return, without making
+    them (a worktree's status can list 100,000)."""
+    records = git.zsplit(data)
+    count = i = 0
+    while i < len(records):
+        kind = records[i][:1]
+        i += 2 if kind == b"2" else 1  # a copy/rename record: its origin follows
+        count += kind in (b"1", b"2", b"u", b"?", b"!")
+    return count
+
+
 def parse_porcelain_v2(data: bytes) -> list[DirtyPath]:
     records = git.zsplit(data)
     out: list[DirtyPath] = []
