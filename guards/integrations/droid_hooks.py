@@ -38,6 +38,8 @@ DROID_TOOLS = {"Execute": "Bash", "Create": "Write", "Edit": "Edit"}
 #: An event no handler answers: a prompt the session's start already framed.
 FRAMED = "DroidFramedPrompt"
 FLAG_SUFFIX = ".framed"
+#: guards.integrations.agent_hooks.OBSERVE_DIR (not imported: it imports this module)
+OBSERVE_DIR = "observe"
 
 
 def from_droid(event: dict[str, Any]) -> dict[str, Any]:
@@ -68,14 +70,19 @@ def _write_response(text: str) -> object:
 
 
 def _flag_path(event: dict[str, Any]) -> str | None:
-    from guards.integrations.agent_hooks import OBSERVE_DIR, _cwd, _ledger_dir, session_of
+    """``<ledger>/observe/<session>.framed`` (beside the shell lines' start markers, swept
+    with them)."""
+    from guards.state.barrier import locate
+    from guards.state.identity import session_for
 
-    sid = session_of("droid", event)
-    ledger = _ledger_dir(_cwd(event))
-    if sid is None or ledger is None:
+    raw, cwd = event.get("session_id"), event.get("cwd")
+    if not isinstance(raw, str) or not raw.strip():
         return None
-    name = "".join(c if c not in "/\0" else "_" for c in sid) + FLAG_SUFFIX
-    return os.path.join(ledger, OBSERVE_DIR, name)
+    found = locate(cwd if isinstance(cwd, str) and os.path.isabs(cwd) else os.getcwd())
+    if found is None:
+        return None
+    name = "".join(c if c not in "/\0" else "_" for c in session_for("droid", raw))
+    return os.path.join(found[1], OBSERVE_DIR, name + FLAG_SUFFIX)
 
 
 def mark_framed(event: dict[str, Any]) -> None:
