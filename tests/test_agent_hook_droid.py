@@ -258,3 +258,16 @@ def test_hooks_in_settings_json_without_hooks_json_get_ours_beside_them(repo: Pa
     assert "PreToolUse" in doc["hooks"]
     assert run_guards("uninstall", "--droid", cwd=repo).returncode == 0
     assert json.loads((repo / ".factory/settings.json").read_text()) == theirs
+
+
+def test_a_failed_edit_gets_no_end_and_the_turns_end_withdraws_its_write(repo: Path) -> None:
+    """Droid sends no PostToolUse for an Edit that failed (old_str not found): its
+    announcement would hold destructive commands back until it expires."""
+    payload = {
+        "tool_name": "Edit",
+        "tool_input": {"file_path": str(repo / "README"), "old_str": "zz", "new_str": "b"},
+    }
+    silent(send(repo, "PreToolUse", payload))
+    assert pending_writes(str(repo / ".git/guards"), str(repo)) == [ME]
+    silent(send(repo, "Stop", {"stop_hook_active": False, "tool_execution_count": 1}))
+    assert pending_writes(str(repo / ".git/guards"), str(repo)) == []

@@ -11,7 +11,10 @@ differences that matter here:
   ``Edit`` (``file_path``, ``old_str``, ``new_str``), read as Bash, Write and Edit;
   ``tool_response`` of a write is JSON text (``{"success": true, ...}``);
 - no ``tool_use_id``: a shell line's start marker is keyed as Gemini's (its digest);
-- a failing ``Execute`` gets no ``PostToolUse`` at all (there is no PostToolUseFailure);
+- a failing ``Execute`` gets no ``PostToolUse`` at all (there is no PostToolUseFailure),
+  nor does a failed ``Create`` / ``Edit``: its announcement in the write barrier is
+  taken back at the turn's end (``Stop``), else it would hold destructive commands back
+  until it expires;
 - ``droid exec`` sends no ``UserPromptSubmit`` (not with ``--input-format stream-json``
   either), so the frame comes with ``SessionStart``, whose context reaches the first
   request; a later ``UserPromptSubmit`` of the same session (the interactive UI sends
@@ -51,9 +54,38 @@ def from_droid(event: dict[str, Any]) -> dict[str, Any]:
         response = out.get("tool_response")
         if tool != "Execute" and isinstance(response, str):
             out["tool_response"] = _write_response(response)
-    if out.get("hook_event_name") == "UserPromptSubmit" and _take_flag(out):
+    name = out.get("hook_event_name")
+    if name == "UserPromptSubmit" and _take_flag(out):
         out["hook_event_name"] = FRAMED
+    if name in ("Stop", "SessionEnd"):
+        _withdraw_writes(out)
     return out
+
+
+def _withdraw_writes(event: dict[str, Any]) -> None:
+    """A Create or Edit that failed got no PostToolUse: its announcement in the barrier
+    would hold destructive commands back until it expires. At the turn's end no tool of
+    the session runs any more: every write it announced is taken back."""
+    from guards.state.barrier import BARRIER_DIR, _write_name, locate
+    from guards.state.identity import session_for
+
+    raw, cwd = event.get("session_id"), event.get("cwd")
+    if not isinstance(raw, str) or not raw.strip():
+        return
+    found = locate(cwd if isinstance(cwd, str) and os.path.isabs(cwd) else os.getcwd())
+    if found is None:
+        return
+    prefix = _write_name(session_for("droid", raw), "")[: -len(".ann")]
+    folder = os.path.join(found[1], BARRIER_DIR)
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith(".ann")]
+    except OSError:
+        return
+    import contextlib
+
+    for name in names:
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(folder, name))
 
 
 def _write_response(text: str) -> object:
