@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from guards.commands.agent_hook import session_for
+from guards.state.barrier import pending_writes
 from tests.e2e.clis import Cli, Run, cli_env, droid_env, droid_model, run_droid
 from tests.e2e.model_server import DROID, ModelServer, Step, say, shell
 from tests.e2e.model_server import edit as edit_file
@@ -120,16 +121,24 @@ def test_create_edit_and_shell_commands_are_attributed_to_the_session(
     assert observe_markers(repo) == []
 
 
-def test_a_failing_command_gets_no_end_its_files_stay_unknown(
+def test_a_failing_command_or_edit_gets_no_end_its_files_stay_unknown(
     droid: Cli, model: Model, repo: Path, hermetic_seal: Path
 ) -> None:
     """Droid 0.225 sends no PostToolUse (and has no PostToolUseFailure) for a command that
     exits non-zero: its files stay nobody's (a later destructive command rescues them),
-    and its start marker waits for the sweep."""
-    server = model([[shell("echo failing > failed.txt; exit 3")], say("done")], flavour=DROID)
+    and its start marker waits for the sweep. Nor for an Edit that failed: its write
+    announcement is taken back at the turn's end."""
+    script: list[Step] = [
+        [shell("echo failing > failed.txt; exit 3")],
+        [edit_file(str(repo / "README"), "not in the file", "x")],
+        say("done"),
+    ]
+    server = model(script, flavour=DROID)
     droid_run(droid, repo, server, hermetic_seal)
     assert owners(repo) == {"failed.txt": None}
     assert len(observe_markers(repo)) == 1
+    assert '"is_error": true' in server.at_step(2).news()  # the edit failed
+    assert pending_writes(str(repo / ".git/guards"), str(repo)) == []
 
 
 @pytest.mark.parametrize("tool", ["Create", "Edit"])
