@@ -271,3 +271,12 @@ def test_a_failed_edit_gets_no_end_and_the_turns_end_withdraws_its_write(repo: P
     assert pending_writes(str(repo / ".git/guards"), str(repo)) == [ME]
     silent(send(repo, "Stop", {"stop_hook_active": False, "tool_execution_count": 1}))
     assert pending_writes(str(repo / ".git/guards"), str(repo)) == []
+
+
+def test_user_install_writes_the_users_hooks_json(repo: Path, hermetic_seal: Path) -> None:
+    assert run_guards("install", "--droid", "--user", "--no-aliases", cwd=repo).returncode == 0
+    doc = json.loads((hermetic_seal / ".factory/hooks.json").read_text())
+    assert "agent_hook droid" in doc["SessionStart"][0]["hooks"][0]["command"]
+    assert not (repo / ".factory").exists()
+    assert run_guards("uninstall", "--droid", "--user", cwd=repo).returncode == 0
+    assert not (hermetic_seal / ".factory/hooks.json").exists()
