@@ -77,7 +77,7 @@ def build_parser(only: str | None = None) -> Parser:
 
 def add_harness_arguments(parser: argparse.ArgumentParser, verb: str) -> None:
     """For install and uninstall: ``--claude`` / ``--codex`` / ``--gemini`` /
-    ``--copilot`` / ``--qwen`` / ``--opencode`` with
+    ``--copilot`` / ``--qwen`` / ``--opencode`` / ``--droid`` with
     ``--project`` (default in a repository) or ``--user``."""
     parser.add_argument("--claude", action="store_true", help=f"{verb} Claude Code's settings.json")
     parser.add_argument("--codex", action="store_true", help=f"{verb} Codex CLI's hooks.json")
@@ -89,6 +89,11 @@ def add_harness_arguments(parser: argparse.ArgumentParser, verb: str) -> None:
     )
     parser.add_argument("--qwen", action="store_true", help=f"{verb} Qwen Code's settings.json")
     parser.add_argument(
+        "--droid",
+        action="store_true",
+        help=f"{verb} Factory Droid's .factory/hooks.json (settings.json when its hooks are there)",
+    )
+    parser.add_argument(
         "--opencode",
         action="store_true",
         help=f"{verb} opencode's plugins/ (guards' own plugin file, plugins/guards.js)",
@@ -99,13 +104,14 @@ def add_harness_arguments(parser: argparse.ArgumentParser, verb: str) -> None:
         dest="harness_scope",
         action="store_const",
         const="project",
-        help="the repository's .claude/, .codex/, .gemini/, .qwen/ or .opencode/ (default inside "
-        "a repository)",
+        help="the repository's .claude/, .codex/, .gemini/, .qwen/, .opencode/ or .factory/ "
+        "(default inside a repository)",
     )
     scope.add_argument(
         "--user",
         dest="harness_scope",
         action="store_const",
         const="user",
-        help="the user's ~/.claude/, ~/.codex/, ~/.gemini/, ~/.qwen/ or ~/.config/opencode/",
+        help="the user's ~/.claude/, ~/.codex/, ~/.gemini/, ~/.qwen/, ~/.config/opencode/ or "
+        "~/.factory/",
     )

@@ -161,6 +161,24 @@ def test_qwen_hooks_of_a_gone_interpreter_are_not_ok(repo: Path, tmp_path: Path)
     assert finding["fix"] == "reinstall git-guards, then guards install --qwen"
 
 
+def test_droid_hooks_of_a_gone_interpreter_are_not_ok(repo: Path, tmp_path: Path) -> None:
+    """Droid's flat .factory/hooks.json is read as a settings file's hooks."""
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    python = venv / "python3"
+    python.symlink_to(sys.executable)
+    install = [str(python), "-m", "guards", "install", "--droid", "--no-aliases"]
+    res = subprocess.run(install, cwd=repo, capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stderr
+    assert "harness-runner" not in doctor(repo)
+    python.unlink()
+    [finding] = doctor(repo, PATH=path_without_guards())["harness-runner"]
+    assert finding["level"] == "problem"
+    assert "the droid hooks in" in str(finding["message"])
+    assert ".factory/hooks.json" in str(finding["message"])
+    assert finding["fix"] == "reinstall git-guards, then guards install --droid"
+
+
 def test_qwen_project_hooks_in_a_folder_qwen_does_not_trust_are_not_ok(
     repo: Path, hermetic_seal: Path
 ) -> None:

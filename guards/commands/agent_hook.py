@@ -1,4 +1,4 @@
-"""guards agent-hook claude|codex|gemini|qwen|opencode|copilot: the harness hook entry
+"""guards agent-hook claude|codex|gemini|qwen|opencode|droid|copilot: the harness hook entry
 point (JSON on stdin).
 
 Installed hooks run ``python -m guards.commands.agent_hook <harness>`` (no argparse on
@@ -22,7 +22,7 @@ __all__ = ["HARNESSES", "MAX_ID_LENGTH", "fast_main", "main", "session_for"]
 
 HELP = (
     "entry point for Claude Code / Codex / Gemini CLI / GitHub Copilot CLI / Qwen Code / "
-    "opencode hooks (hook JSON on stdin)"
+    "opencode / Factory Droid hooks (hook JSON on stdin)"
 )
 USAGE = (
     f"usage: guards agent-hook {{{','.join(h for h in HARNESSES if h != 'copilot')}}} "

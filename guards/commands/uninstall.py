@@ -65,17 +65,15 @@ def run(args: argparse.Namespace) -> int:
 def _project_harness_hooks(repo: Repo) -> list[Step]:
     """Our hooks in this repository's .claude/settings.local.json, .claude/settings.json,
     .codex/hooks.json, .gemini/settings.json, .github/hooks/guards.json,
-    .qwen/settings.json and .opencode/plugins/guards.js."""
+    .qwen/settings.json, .opencode/plugins/guards.js and .factory/hooks.json (or
+    .factory/settings.json)."""
     from guards.integrations import harness_settings
 
     if repo.toplevel is None:
         return []
     steps: list[Step] = []
     for harness in HARNESS_NAMES:
-        for shared in (False, True):
-            path = harness_settings.settings_path(
-                harness, "project", Path(repo.toplevel), shared=shared
-            )
-            if path.exists() and (shared or harness == "claude"):
+        for path in harness_settings.hook_files(harness, "project", Path(repo.toplevel)):
+            if path.exists():
                 steps += uninstall_steps(harness, path)
     return steps

@@ -95,23 +95,18 @@ def _harness_findings(ctx: Context) -> list[Finding]:
 
     project = Path(ctx.repo.toplevel) if ctx.repo is not None and ctx.repo.toplevel else None
     paths: list[tuple[str, Path]] = []
-    for harness in ("claude", "codex", "gemini", "copilot", "qwen"):
+    for harness in ("claude", "codex", "gemini", "copilot", "qwen", "droid"):
         if harness != "copilot":  # Copilot's hooks are the repository's only
-            paths.append((harness, harness_settings.settings_path(harness, "user", None)))
+            paths += [(harness, p) for p in harness_settings.hook_files(harness, "user", None)]
         if project is not None:
-            for shared in (False, True):
-                paths.append(
-                    (
-                        harness,
-                        harness_settings.settings_path(harness, "project", project, shared=shared),
-                    )
-                )
+            files = harness_settings.hook_files(harness, "project", project)
+            paths += [(harness, p) for p in files]
     findings: list[Finding] = _opencode_findings(project)
     for harness, path in dict.fromkeys(paths):
         if not path.is_file():
             continue
         try:
-            doc = harness_settings.read_settings(path)
+            doc = harness_settings.read_hooks(harness, path)
         except Exception:
             continue
         commands = harness_settings.our_commands(doc)

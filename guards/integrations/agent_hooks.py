@@ -1,4 +1,4 @@
-"""The agent harnesses' hook events (``guards agent-hook claude|codex|gemini|qwen``, and
+"""The agent harnesses' hook events (``guards agent-hook claude|codex|gemini|qwen|droid``, and
 ``guards agent-hook copilot <event>``; JSON on stdin).
 
 One handler for every hook event the harness sends (Gemini CLI's names in brackets:
@@ -46,9 +46,10 @@ reason), shows the model a preToolUse context after the tool result, and puts
 ``COPILOT_AGENT_SESSION_ID`` in its shell commands' environment (so a line's receipt is
 left under a key of the line's own, and the shim inside it finds it).
 
-Qwen Code's payloads are read as Claude's by guards.integrations.qwen_hooks, and
-opencode's plugin events by guards.integrations.opencode_hooks; both show the model a
-context only after the tool ran, as Codex.
+Qwen Code's and Factory Droid's payloads are read as Claude's by
+guards.integrations.qwen_hooks and droid_hooks, and opencode's plugin events by
+guards.integrations.opencode_hooks; all show the model a context only after the tool
+ran, as Codex.
 
 The hot path (a shell line that neither mentions git nor names a command destroying
 files, nor holds a ``>``) imports nothing but ``json`` and guards.predict.shell_files,
@@ -76,7 +77,7 @@ if TYPE_CHECKING:
     from guards.protect.rescue import RescueResult
     from guards.state.workspace import Workspace
 
-HARNESSES = ("claude", "codex", "gemini", "copilot", "qwen", "opencode")
+HARNESSES = ("claude", "codex", "gemini", "copilot", "qwen", "opencode", "droid")
 #: Harnesses that show the model a PreToolUse context (the others: after the command).
 CONTEXT_BEFORE = frozenset({"claude", "copilot"})
 #: Tools whose input is a shell line.
@@ -130,6 +131,10 @@ def main(harness: str, raw: bytes, event_name: str | None = None) -> int:
         from guards.integrations.opencode_hooks import from_opencode
 
         event = from_opencode(event)
+    if harness == "droid":
+        from guards.integrations.droid_hooks import from_droid
+
+        event = from_droid(event)
     name = event.get("hook_event_name")
     if not isinstance(name, str):
         return _malformed(raw, "hook input has no hook_event_name")
@@ -371,7 +376,7 @@ def _leave_receipts(
     use_id = event.get("tool_use_id")
     key = use_id if isinstance(use_id, str) and use_id else None
     marker = _marker_key(event)
-    if key is None and harness == "copilot" and marker is not None:
+    if key is None and harness in ("copilot", "droid") and marker is not None:
         # No id, but its shell commands show the session: a key of this line's own
         import time
 
@@ -778,6 +783,8 @@ def frame_text(cwd: str, caller: str | None) -> str:
 def _session_start(harness: str, event: dict[str, Any]) -> int:
     sid = _identify(harness, event)
     _export_identity(sid)
+    if harness == "droid":  # droid exec sends no UserPromptSubmit: the frame comes now
+        return _frame_event(harness, event, "SessionStart")
     from guards.errors import GuardsError
 
     try:
@@ -800,6 +807,10 @@ def _frame_event(harness: str, event: dict[str, Any], name: str) -> int:
         return 0
     if not text:
         return 0
+    if harness == "droid" and name == "SessionStart":
+        from guards.integrations.droid_hooks import mark_framed
+
+        mark_framed(event)
     return _emit(harness, name, additionalContext=text)
 
 
@@ -875,6 +886,10 @@ def _session_end(harness: str, event: dict[str, Any]) -> int:
     sid = _identify(harness, event)
     if sid is None:
         return 0
+    if harness == "droid":
+        from guards.integrations.droid_hooks import drop_flag
+
+        drop_flag(event)
     try:
         from guards.state.ledger import op_end
 

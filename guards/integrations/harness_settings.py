@@ -27,6 +27,12 @@ event, so the command does)::
 guards writes its own file there, ``.github/hooks/guards.json``, and never touches the
 others; uninstall takes our entries out of it and removes it when nothing else is left.
 
+Factory Droid reads ``.factory/hooks.json`` and ``~/.factory/hooks.json``: Claude's
+groups with the event names at the top level (no ``"hooks"`` wrapper). Only where that
+file is absent does it read the ``hooks`` key of the ``settings.json`` beside it: guards
+writes into that key when it already holds hooks (a new hooks.json would silence them),
+else into hooks.json, which uninstall removes when nothing is left in it.
+
 opencode has no command hooks, only JavaScript plugins: guards writes its own plugin
 file, ``.opencode/plugins/guards.js`` (guards.integrations.opencode_plugin).
 """
@@ -48,7 +54,8 @@ from guards.integrations.installation import Step, recorded_python, sh_prefers_r
 
 #: Recognises our hook commands, whichever python or spelling installed them.
 OURS = re.compile(
-    r"guards(?:\.commands\.agent_hook| agent-hook) (?:claude|codex|gemini|copilot|qwen|opencode)\b"
+    r"guards(?:\.commands\.agent_hook| agent-hook) "
+    r"(?:claude|codex|gemini|copilot|qwen|opencode|droid)\b"
 )
 
 #: event -> matcher (None: the event takes no matcher)
@@ -102,11 +109,23 @@ QWEN_EVENTS: dict[str, str | None] = {
     "Stop": None,
     "SessionEnd": None,
 }
+#: Factory Droid: Claude's events (no PostToolUseFailure: a failing command gets no
+#: PostToolUse either) with its own tools.
+DROID_TOOLS_MATCHER = "Execute|Create|Edit"
+DROID_EVENTS: dict[str, str | None] = {
+    "PreToolUse": DROID_TOOLS_MATCHER,
+    "PostToolUse": DROID_TOOLS_MATCHER,
+    "SessionStart": None,
+    "UserPromptSubmit": None,
+    "Stop": None,
+    "SessionEnd": None,
+}
 EVENTS = {
     "claude": CLAUDE_EVENTS,
     "codex": CODEX_EVENTS,
     "gemini": GEMINI_EVENTS,
     "qwen": QWEN_EVENTS,
+    "droid": DROID_EVENTS,
 }
 #: Seconds the harness waits for us (a rescue of a large tree takes a while).
 TIMEOUT = 60
@@ -121,7 +140,10 @@ FOLDERS = {
     "copilot": (".github/hooks", "guards.json"),
     "qwen": (".qwen", "settings.json"),
     "opencode": (".opencode/plugins", "guards.js"),
+    "droid": (".factory", "hooks.json"),
 }
+#: Droid's settings file, whose ``hooks`` key it reads when hooks.json is absent.
+DROID_SETTINGS = "settings.json"
 
 
 def hook_command(harness: str, event: str | None = None) -> str:
@@ -177,10 +199,61 @@ def settings_path(
             from guards.integrations.opencode_plugin import plugin_path
 
             return plugin_path("user", None)
+        if harness == "droid":
+            return droid_path(Path.home() / folder)
         return Path.home() / folder / name
     if project_dir is None:
         raise UsageError(f"--project needs a git repository (or use --user) for {harness}")
+    if harness == "droid":
+        return droid_path(project_dir / folder)
     return project_dir / folder / name
+
+
+def droid_path(folder: Path) -> Path:
+    """The file Droid reads hooks from in ``folder``: hooks.json, else a settings.json
+    that holds hooks, else hooks.json (to be written)."""
+    hooks_json = folder / FOLDERS["droid"][1]
+    settings = folder / DROID_SETTINGS
+    if hooks_json.exists() or not settings.is_file():
+        return hooks_json
+    with contextlib.suppress(UsageError):
+        if read_settings(settings).get("hooks"):
+            return settings
+    return hooks_json
+
+
+def hook_files(harness: str, scope: str, project_dir: Path | None) -> list[Path]:
+    """Every file of ``scope`` that may hold our hooks (for uninstall and doctor): Claude
+    Code's two project files, Droid's hooks.json and settings.json."""
+    if harness == "droid":
+        chosen = settings_path(harness, scope, project_dir)
+        return [chosen.parent / FOLDERS["droid"][1], chosen.parent / DROID_SETTINGS]
+    paths = [settings_path(harness, scope, project_dir, shared=flag) for flag in (False, True)]
+    return list(dict.fromkeys(paths))
+
+
+def is_flat(harness: str, path: Path) -> bool:
+    """Whether ``path`` holds hook events at its top level (Droid's hooks.json)."""
+    return harness == "droid" and path.name == FOLDERS["droid"][1]
+
+
+def read_hooks(harness: str, path: Path) -> dict[str, Any]:
+    """``path``'s document in the settings shape (``{"hooks": {...}}``)."""
+    doc = read_settings(path)
+    return {"hooks": doc} if is_flat(harness, path) else doc
+
+
+def _flat(change: Callable[[dict[str, Any]], list[str]]) -> Callable[[dict[str, Any]], list[str]]:
+    """``change`` of a settings document applied to a flat hooks document, in place."""
+
+    def apply(doc: dict[str, Any]) -> list[str]:
+        box: dict[str, Any] = {"hooks": dict(doc)}
+        done = change(box)
+        doc.clear()
+        doc.update(box.get("hooks") or {})
+        return done
+
+    return apply
 
 
 def is_ours(hook: object) -> bool:
@@ -368,6 +441,8 @@ def _merge_for(harness: str) -> Callable[[dict[str, Any]], list[str]]:
 
 
 def plan_install(harness: str, path: Path) -> list[Step]:
+    if is_flat(harness, path):
+        return _plan_flat(harness, path, install=True)
     if harness == "copilot":
         return _plan_copilot(path, install=True)
     if harness == "opencode":
@@ -388,6 +463,8 @@ def plan_install(harness: str, path: Path) -> list[Step]:
 
 
 def plan_uninstall(harness: str, path: Path) -> list[Step]:
+    if is_flat(harness, path):
+        return _plan_flat(harness, path, install=False)
     if harness == "copilot":
         return _plan_copilot(path, install=False)
     if harness == "opencode":
@@ -430,6 +507,30 @@ def _plan_copilot(path: Path, *, install: bool) -> list[Step]:
         what = f"add the guards copilot hooks ({', '.join(events)}) to {path}"
     else:
         what = f"remove the guards copilot hooks ({', '.join(events)}) from {path}"
+    return [Step(what, apply)]
+
+
+def _plan_flat(harness: str, path: Path, *, install: bool) -> list[Step]:
+    """Droid's hooks.json: our groups merged in, or taken out and the file removed when
+    nothing is left (an empty hooks.json would still hide settings.json's hooks)."""
+    change = _flat(_merge_for(harness) if install else remove)
+    doc = read_settings(path) if install or path.exists() else {}
+    events = change(doc)
+    if not events:
+        return []
+
+    def apply() -> None:
+        doc = read_settings(path)  # again: the file may have changed since the plan
+        change(doc)
+        if doc or install:
+            write_settings(path, doc)
+        else:
+            path.unlink(missing_ok=True)
+
+    if install:
+        what = f"add the guards {harness} hooks ({', '.join(events)}) to {path}"
+    else:
+        what = f"remove the guards {harness} hooks ({', '.join(events)}) from {path}"
     return [Step(what, apply)]
 
 

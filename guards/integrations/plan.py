@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 #: The agent harnesses whose settings guards installs into.
-HARNESS_NAMES = ("claude", "codex", "gemini", "copilot", "qwen", "opencode")
+HARNESS_NAMES = ("claude", "codex", "gemini", "copilot", "qwen", "opencode", "droid")
 
 
 def harness_steps(
@@ -24,7 +24,7 @@ def harness_steps(
     install: bool,
     shared: bool = False,
 ) -> list[Step]:
-    """The Claude Code / Codex / Gemini CLI / GitHub Copilot CLI / Qwen Code settings
+    """The Claude Code / Codex / Gemini CLI / GitHub Copilot CLI / Qwen Code / Droid settings
     changes (opencode: its plugin file) asked for
     (integrations.harness_settings); ``scope`` None: the project's files inside a
     repository, else the user's. Installing into a project writes Claude Code's personal
@@ -39,11 +39,7 @@ def harness_steps(
             path = harness_settings.settings_path(harness, scope, project, shared=shared)
             steps += harness_settings.plan_install(harness, path)
             continue
-        paths = {
-            harness_settings.settings_path(harness, scope, project, shared=flag)
-            for flag in (False, True)
-        }
-        for path in sorted(paths):
+        for path in sorted(harness_settings.hook_files(harness, scope, project)):
             steps += uninstall_steps(harness, path)
     return steps
 
@@ -58,7 +54,7 @@ def uninstall_steps(harness: str, path: Path) -> list[Step]:
 
 def harnesses(args: object) -> list[str]:
     """The harnesses a command line names (``--claude``, ``--codex``, ``--gemini``,
-    ``--copilot``, ``--qwen``, ``--opencode``)."""
+    ``--copilot``, ``--qwen``, ``--opencode``, ``--droid``)."""
     return [name for name in HARNESS_NAMES if getattr(args, name, False)]
 
 

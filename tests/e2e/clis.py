@@ -43,7 +43,13 @@ PACKAGES = {
     "copilot": "@github/copilot",
     "qwen": "@qwen-code/qwen-code",
     "opencode": "opencode-ai",
+    "droid": "@factory/cli",
 }
+#: Droid's binary is in a platform package, an optional dependency pinned to the CLI's own
+#: version; when the registry has no such release of it (@factory/cli 0.225.1 pins
+#: cli-linux-x64 0.225.1, and only 0.225.2 was published) npm skips it without a word:
+#: the platform package's latest release is installed beside the CLI then.
+DROID_PLATFORMS = {"x86_64": "linux-x64", "amd64": "linux-x64", "aarch64": "linux-arm64"}
 #: An unreachable registry fails in seconds, not after npm's minutes of retries.
 FAIL_FAST = [
     "--fetch-retries=1",
@@ -75,6 +81,8 @@ FOREIGN_PREFIXES = (
     "GITHUB_",
     "QWEN_",
     "OPENCODE",
+    "FACTORY_",
+    "DROID_",
 )
 
 
@@ -171,8 +179,28 @@ def install_clis() -> dict[str, Cli]:
             runtime: tuple[Path, ...] = ()
             if not problem:
                 runtime, problem = _runtime_for(name)
+            if not problem and name == "droid":
+                version, problem = _droid_binary()
             out[name] = Cli(name, None if problem else _bin(name), version, problem, runtime)
     return out
+
+
+def _droid_binary() -> tuple[str, str]:
+    """(the binary's version, problem): Droid's platform package, installed if missing."""
+    arch = DROID_PLATFORMS.get(platform.machine().lower())
+    if arch is None:
+        return "", f"@factory/cli has no binary for {platform.machine()}"
+    package = f"@factory/cli-{arch}"
+    exe = NPM_CACHE / "node_modules" / package / "bin" / "droid"
+    if not exe.exists():
+        problem = _npm_install([f"{package}@latest"])
+        if problem or not exe.exists():
+            return "", problem or f"{exe} is missing after npm install {package}"
+    manifest = exe.parent.parent / "package.json"
+    try:
+        return str(json.loads(manifest.read_text())["version"]), ""
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return "", f"{manifest} is unreadable ({e.__class__.__name__})"
 
 
 def _node_major(version: str) -> int:
@@ -651,6 +679,68 @@ def run_opencode(
                 if isinstance(event.get("sessionID"), str):
                     event["session_id"] = event["sessionID"]
                 run.events.append(event)
+        run.stderr += err
+        run.returncode = returncode
+        if returncode != 0:
+            break
+    return run
+
+
+#: Droid's own services (login, telemetry, settings sync, updates) pointed at nothing: its
+#: only traffic is the fake model's. ``FACTORY_AIRGAP_ENABLED`` turns the rest off.
+DROID_OFFLINE = "http://127.0.0.1:9"
+
+
+def droid_env(home: Path) -> dict[str, str]:
+    """What ``droid exec`` needs besides a custom model in ``~/.factory/settings.json``."""
+    return {
+        "HOME": str(home),
+        "FACTORY_AIRGAP_ENABLED": "true",
+        "FACTORY_API_BASE_URL": DROID_OFFLINE,
+        "FACTORY_APP_BASE_URL": DROID_OFFLINE,
+        "FACTORY_TELEMETRY_INGEST_BASE_URL": DROID_OFFLINE,
+        "FACTORY_WORKOS_BASE_URL": DROID_OFFLINE,
+        "FACTORY_DROID_AUTO_UPDATE_ENABLED": "false",
+        "FACTORY_DISABLE_KEYRING": "true",
+    }
+
+
+def droid_model(home: Path, url: str) -> str:
+    """A BYOK custom model on the fake server (Anthropic Messages) in ``home``'s
+    ``~/.factory/settings.json``; returns its ``-m`` id."""
+    folder = home / ".factory"
+    folder.mkdir(parents=True, exist_ok=True)
+    model = {
+        "model": "claude-sonnet-4-5",
+        "displayName": "Fake",
+        "baseUrl": url,
+        "apiKey": "fake-key",
+        "provider": "anthropic",
+        "maxOutputTokens": 4096,
+    }
+    (folder / "settings.json").write_text(json.dumps({"customModels": [model]}))
+    return "custom:Fake-0"
+
+
+def run_droid(
+    exe: Path,
+    cwd: Path,
+    prompts: list[str],
+    env: dict[str, str],
+    *,
+    model: str,
+    timeout: float = 90,
+) -> Run:
+    """``droid exec --auto high -m MODEL -o json PROMPT`` (without ``--auto`` exec is
+    read-only); each later prompt continues the session (``-s <id>``), one process per
+    prompt as a user would."""
+    run = Run(returncode=0)
+    for prompt in prompts:
+        args = [str(exe), "exec", "--auto", "high", "-m", model, "-o", "json"]
+        if run.events:
+            args += ["-s", run.session_id]
+        returncode, out, err = _headless([*args, prompt], cwd, env, timeout)
+        run.events += [_json_line(line) for line in out.splitlines() if line.strip()]
         run.stderr += err
         run.returncode = returncode
         if returncode != 0:

@@ -53,6 +53,11 @@ def opencode(clis: dict[str, Cli]) -> Cli:
 
 
 @pytest.fixture
+def droid(clis: dict[str, Cli]) -> Cli:
+    return _cli(clis, "droid")
+
+
+@pytest.fixture
 def model() -> Iterator[Callable[..., ModelServer]]:
     """Start a fake model answering from a script; stopped (and checked) at teardown."""
     servers: list[ModelServer] = []

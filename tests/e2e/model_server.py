@@ -42,6 +42,10 @@ QWEN = "qwen"
 #: tools (bash; write and edit with ``filePath``, ``oldString``, ``newString``).
 OPENCODE = "opencode"
 
+#: Factory Droid (a BYOK ``anthropic`` custom model): the Anthropic wire format with its own
+#: tools (Execute with a summary and a risk level; Create, Edit with ``old_str``/``new_str``).
+DROID = "droid"
+
 #: What the model says when it has nothing left to do.
 DONE = "done"
 
@@ -281,6 +285,7 @@ TOOLS = {
         "read": "read_file",
     },
     OPENCODE: {"shell": "bash", "write": "write", "edit": "edit", "read": "read"},
+    DROID: {"shell": "Execute", "write": "Create", "edit": "Edit", "read": "Read"},
     OPENAI: {
         "shell": "exec_command",
         "write": "apply_patch",
@@ -380,6 +385,8 @@ def _anthropic_input(action: Action, flavour: str = "") -> dict[str, str]:
         return _copilot_input(action)
     if flavour == OPENCODE:
         return _opencode_input(action)
+    if flavour == DROID:
+        return _droid_input(action)
     if action.kind == "shell":
         where = {"directory": a["directory"]} if "directory" in a and flavour == QWEN else {}
         return {"command": a["command"], "description": "run a command", **where}
@@ -411,6 +418,22 @@ def _opencode_input(action: Action) -> dict[str, str]:
     if action.kind == "read":
         return {"filePath": a["path"]}
     return {"filePath": a["path"], "oldString": a["old"], "newString": a["new"]}
+
+
+def _droid_input(action: Action) -> dict[str, str]:
+    a = action.args
+    if action.kind == "shell":
+        return {
+            "command": a["command"],
+            "summary": "Run a shell command here",
+            "riskLevel": "low",
+            "riskLevelReason": "a test command in a scratch repository",
+        }
+    if action.kind == "write":
+        return {"file_path": a["path"], "content": a["content"]}
+    if action.kind == "read":
+        return {"file_path": a["path"]}
+    return {"file_path": a["path"], "old_str": a["old"], "new_str": a["new"]}
 
 
 def anthropic_reply(
