@@ -153,3 +153,18 @@ class Tour:
             news = server.at_step(step + 1).news()
             assert news.count(RESCUED) == 1 and ref in news, (command, news[-2000:])
         assert git(self.repo, "stash", "list") != ""
+
+
+def check_write_over_alice(
+    repo: Path, server: ModelServer, step: int, session: str, text: str
+) -> None:
+    """After a write tool wrote ``text`` over alice's uncommitted README: her version was
+    rescued first, the write went ahead, the file is ``session``'s now, and the model
+    heard of the rescue once, in the request that followed step ``step``."""
+    [ref] = rescue_refs(repo)
+    assert ref.startswith(f"refs/rescue/{ALICE}/")
+    assert show(repo, ref, "README") == "alice's readme\n"
+    assert (repo / "README").read_text() == text
+    assert owners(repo) == {"README": session}
+    news = server.at_step(step).news()
+    assert news.count(RESCUED) == 1 and ref in news, news

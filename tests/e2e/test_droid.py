@@ -33,6 +33,7 @@ from tests.e2e.scenario import (
     FILES,
     RESCUED,
     Tour,
+    check_write_over_alice,
     observe_markers,
     owners,
     project,
@@ -154,13 +155,7 @@ def test_a_write_over_alices_uncommitted_file_rescues_it_first_and_the_model_hea
     )
     server = model([[change], say("done")], flavour=DROID)
     run = droid_run(droid, repo, server, hermetic_seal)
-    [ref] = rescue_refs(repo)
-    assert ref.startswith(f"refs/rescue/{ALICE}/")
-    assert show(repo, ref, "README") == "alice's readme\n"
-    assert (repo / "README").read_text() == "droid's readme\n"
-    assert owners(repo) == {"README": me(run)}
-    news = server.at_step(1).news()
-    assert news.count(RESCUED) == 1 and ref in news, news
+    check_write_over_alice(repo, server, 1, me(run), "droid's readme\n")
 
 
 def test_the_frame_arrives_once_and_shell_commands_run_as_the_session(

@@ -26,8 +26,8 @@ from tests.e2e.scenario import (
     FILES,
     TOUR_PATHS,
     attributed_after_the_tour,
+    check_write_over_alice,
     observe_markers,
-    owners,
     project,
     rescue_refs,
     sessions,
@@ -168,13 +168,7 @@ def test_a_write_over_alices_uncommitted_file_rescues_it_first_and_the_model_hea
     )
     server = model([[step], say("done")])
     run = gemini_run(gemini, repo, server, hermetic_seal)
-    [ref] = rescue_refs(repo)
-    assert ref.startswith(f"refs/rescue/{ALICE}/")
-    assert show(repo, ref, "README") == "alice's readme\n"
-    assert (repo / "README").read_text() == "gemini's readme\n"
-    assert owners(repo) == {"README": me(run)}
-    news = server.at_step(1).news()
-    assert news.count(RESCUED) == 1 and ref in news, news
+    check_write_over_alice(repo, server, 1, me(run), "gemini's readme\n")
 
 
 FRAME = "[Workspace:"

@@ -40,6 +40,7 @@ from tests.e2e.scenario import (
     TOUR_PATHS,
     Tour,
     attributed_after_the_tour,
+    check_write_over_alice,
     observe_markers,
     owners,
     project,
@@ -162,13 +163,7 @@ def test_a_write_over_alices_uncommitted_file_rescues_it_first_and_the_model_hea
     )
     server = model([[read(target)], [change], say("done")], flavour=OPENCODE)
     run = opencode_run(opencode, repo, server)
-    [ref] = rescue_refs(repo)
-    assert ref.startswith(f"refs/rescue/{ALICE}/")
-    assert show(repo, ref, "README") == "alice's readme\n"
-    assert (repo / "README").read_text() == "opencode's readme\n"
-    assert owners(repo) == {"README": me(run)}
-    news = server.at_step(2).news()
-    assert news.count(RESCUED) == 1 and ref in news, news
+    check_write_over_alice(repo, server, 2, me(run), "opencode's readme\n")
 
 
 def test_the_frame_arrives_once_per_prompt_and_shell_commands_run_as_the_session(
