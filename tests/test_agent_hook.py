@@ -14,6 +14,7 @@ import pytest
 from guards.commands.agent_hook import session_for
 from guards.protect import receipts
 from guards.protect.guard import guard_line
+from guards.state.observation import observe
 from tests.helpers import git, make_repo, run_agent_hook, run_guards
 
 BOB = session_for("claude", "bob")
@@ -203,7 +204,6 @@ def test_an_exact_record_made_while_the_observation_reads_the_ledger_wins(
 ) -> None:
     """The observation reads the ledger, then writes: carol's record landing in between
     (a real process) must not be overwritten by bob's observation."""
-    from guards.integrations import agent_hooks
     from guards.state.workspace import Workspace
 
     pre = bash_event("bob", "sleep 0", "toolu_s2")
@@ -219,7 +219,7 @@ def test_an_exact_record_made_while_the_observation_reads_the_ledger_wins(
 
     with monkeypatch.context() as m:
         m.setattr(Workspace, "read_ledger", read_then_carol_records)
-        claimed = agent_hooks.observe(Workspace.open(repo), BOB, threshold)
+        claimed = observe(Workspace.open(repo), BOB, threshold)
     assert claimed in ([], ["src/app.py"])  # claimed or not, carol's record must win
     assert owners(repo)["src/app.py"] == CAROL
     bob_destroys_and_carol_s_version_survives(repo, "carol\n")
