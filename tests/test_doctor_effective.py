@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import git, install_with_disposable_python, path_without_guards, run_guards
 
 PRE_COMMIT_HOOK = (
@@ -128,55 +130,32 @@ def test_artifacts_of_a_gone_interpreter_are_not_ok(repo: Path, tmp_path: Path) 
         assert str(finding["fix"]).startswith("reinstall git-guards, then guards install"), check
 
 
-def test_copilot_hooks_of_a_gone_interpreter_are_not_ok(repo: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("harness", "named"),
+    [
+        ("copilot", "guards is gone"),
+        ("qwen", "the qwen hooks in"),
+        # Droid's flat .factory/hooks.json is read as a settings file's hooks.
+        ("droid", ".factory/hooks.json"),
+    ],
+)
+def test_harness_hooks_of_a_gone_interpreter_are_not_ok(
+    repo: Path, tmp_path: Path, harness: str, named: str
+) -> None:
     venv = tmp_path / "venv" / "bin"
     venv.mkdir(parents=True)
     python = venv / "python3"
     python.symlink_to(sys.executable)
-    install = [str(python), "-m", "guards", "install", "--copilot", "--no-aliases"]
+    install = [str(python), "-m", "guards", "install", f"--{harness}", "--no-aliases"]
     res = subprocess.run(install, cwd=repo, capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stderr
     assert "harness-runner" not in doctor(repo)
     python.unlink()
     [finding] = doctor(repo, PATH=path_without_guards())["harness-runner"]
     assert finding["level"] == "problem"
-    assert "the copilot hooks in" in str(finding["message"])
-    assert "guards is gone" in str(finding["message"])
-    assert finding["fix"] == "reinstall git-guards, then guards install --copilot"
-
-
-def test_qwen_hooks_of_a_gone_interpreter_are_not_ok(repo: Path, tmp_path: Path) -> None:
-    venv = tmp_path / "venv" / "bin"
-    venv.mkdir(parents=True)
-    python = venv / "python3"
-    python.symlink_to(sys.executable)
-    install = [str(python), "-m", "guards", "install", "--qwen", "--no-aliases"]
-    res = subprocess.run(install, cwd=repo, capture_output=True, text=True, check=False)
-    assert res.returncode == 0, res.stderr
-    assert "harness-runner" not in doctor(repo)
-    python.unlink()
-    [finding] = doctor(repo, PATH=path_without_guards())["harness-runner"]
-    assert finding["level"] == "problem"
-    assert "the qwen hooks in" in str(finding["message"])
-    assert finding["fix"] == "reinstall git-guards, then guards install --qwen"
-
-
-def test_droid_hooks_of_a_gone_interpreter_are_not_ok(repo: Path, tmp_path: Path) -> None:
-    """Droid's flat .factory/hooks.json is read as a settings file's hooks."""
-    venv = tmp_path / "venv" / "bin"
-    venv.mkdir(parents=True)
-    python = venv / "python3"
-    python.symlink_to(sys.executable)
-    install = [str(python), "-m", "guards", "install", "--droid", "--no-aliases"]
-    res = subprocess.run(install, cwd=repo, capture_output=True, text=True, check=False)
-    assert res.returncode == 0, res.stderr
-    assert "harness-runner" not in doctor(repo)
-    python.unlink()
-    [finding] = doctor(repo, PATH=path_without_guards())["harness-runner"]
-    assert finding["level"] == "problem"
-    assert "the droid hooks in" in str(finding["message"])
-    assert ".factory/hooks.json" in str(finding["message"])
-    assert finding["fix"] == "reinstall git-guards, then guards install --droid"
+    assert f"the {harness} hooks in" in str(finding["message"])
+    assert named in str(finding["message"])
+    assert finding["fix"] == f"reinstall git-guards, then guards install --{harness}"
 
 
 def test_qwen_project_hooks_in_a_folder_qwen_does_not_trust_are_not_ok(
