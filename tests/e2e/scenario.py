@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.model_server import ModelServer, Step, say, shell
+from tests.e2e.model_server import ModelServer, Step, edit, read, say, shell, write
 from tests.helpers import git, make_repo, run_guards
 
 #: The other writer whose uncommitted work the agent's commands meet.
@@ -168,3 +168,26 @@ def check_write_over_alice(
     assert owners(repo) == {"README": session}
     news = server.at_step(step).news()
     assert news.count(RESCUED) == 1 and ref in news, news
+
+
+def attribution_tour(
+    who: str, base: Path | None, *, read_first: bool = False, failing: bool = True
+) -> list[Step]:
+    """The attribution tour's steps: ``new.txt`` written, ``src/app.py`` edited to print
+    ``who`` (read first where the CLI edits only a file the session read), ``made.txt``
+    made by a shell line and, with ``failing``, ``failed.txt`` by a line that fails.
+    Paths are absolute under ``base`` (None: relative, as Codex's patches name them)."""
+
+    def at(rel: str) -> str:
+        return rel if base is None else str(base / rel)
+
+    steps: list[Step] = [[write(at("new.txt"), f"written by {who}\n")]]
+    if read_first:
+        steps.append([read(at("src/app.py"))])
+    steps += [
+        [edit(at("src/app.py"), "print('hi')", f"print('{who}')")],
+        [shell("echo ok > made.txt")],
+    ]
+    if failing:
+        steps.append([shell("echo failing > failed.txt; exit 3")])
+    return [*steps, say("done")]

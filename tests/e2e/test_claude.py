@@ -11,7 +11,6 @@ import pytest
 from guards.commands.agent_hook import session_for
 from tests.e2e.clis import Cli, Run, cli_env, run_claude
 from tests.e2e.model_server import ModelServer, Step, say, shell
-from tests.e2e.model_server import edit as edit_file
 from tests.e2e.model_server import read as read_file
 from tests.e2e.model_server import write as write_file
 from tests.e2e.scenario import (
@@ -22,6 +21,7 @@ from tests.e2e.scenario import (
     TOUR_PATHS,
     Tour,
     attributed_after_the_tour,
+    attribution_tour,
     owners,
     project,
     rescue_refs,
@@ -119,14 +119,7 @@ def test_write_edit_and_shell_commands_are_attributed_to_the_session(
     claude: Cli, model: Model, repo: Path
 ) -> None:
     write_work(repo, {"README": "alice's readme\n"})
-    script: list[Step] = [
-        [write_file(str(repo / "new.txt"), "written by claude\n")],
-        [read_file(str(repo / "src/app.py"))],  # Edit wants a Read first
-        [edit_file(str(repo / "src/app.py"), "print('hi')", "print('claude')")],
-        [shell("echo ok > made.txt")],
-        [shell("echo failing > failed.txt; exit 3")],
-        say("done"),
-    ]
+    script = attribution_tour("claude", repo, read_first=True)
     server = model(script)
     run = claude_run(claude, repo, server)
     assert "PostToolUseFailure" in run.hooks_started()

@@ -21,9 +21,8 @@ import pytest
 from guards.commands.agent_hook import session_for
 from guards.integrations import codex_trust
 from tests.e2e.clis import Cli, Run, cli_env, codex_hook_hashes, run_codex
-from tests.e2e.model_server import ModelServer, Step, say, shell
+from tests.e2e.model_server import ModelServer, say, shell
 from tests.e2e.model_server import edit as edit_file
-from tests.e2e.model_server import write as write_file
 from tests.e2e.scenario import (
     ALICE,
     ALICE_WORK,
@@ -32,6 +31,7 @@ from tests.e2e.scenario import (
     TOUR_PATHS,
     Tour,
     attributed_after_the_tour,
+    attribution_tour,
     owners,
     project,
     rescue_refs,
@@ -157,13 +157,7 @@ def test_apply_patch_and_shell_commands_are_attributed_to_the_session(
     codex: Cli, model: Model, repo: Path, hermetic_seal: Path
 ) -> None:
     write_work(repo, {"README": "alice's readme\n"})
-    script: list[Step] = [
-        [write_file("new.txt", "written by codex\n")],
-        [edit_file("src/app.py", "print('hi')", "print('codex')")],
-        [shell("echo ok > made.txt")],
-        [shell("echo failing > failed.txt; exit 3")],
-        say("done"),
-    ]
+    script = attribution_tour("codex", None)
     server = model(script)
     run = codex_run(codex, repo, server, codex_home(hermetic_seal))
     assert (repo / "src/app.py").read_text() == "print('codex')\n"

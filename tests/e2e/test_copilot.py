@@ -20,9 +20,7 @@ import pytest
 
 from guards.commands.agent_hook import session_for
 from tests.e2e.clis import Cli, Run, cli_env, run_copilot
-from tests.e2e.model_server import COPILOT, ModelServer, Step, say, shell
-from tests.e2e.model_server import edit as edit_file
-from tests.e2e.model_server import write as write_file
+from tests.e2e.model_server import COPILOT, ModelServer, say, shell
 from tests.e2e.scenario import (
     ALICE,
     ALICE_WORK,
@@ -31,6 +29,7 @@ from tests.e2e.scenario import (
     TOUR_PATHS,
     Tour,
     attributed_after_the_tour,
+    attribution_tour,
     observe_markers,
     owners,
     project,
@@ -113,13 +112,7 @@ def test_create_edit_and_shell_commands_are_attributed_to_the_session(
     copilot: Cli, model: Model, repo: Path
 ) -> None:
     write_work(repo, {"README": "alice's readme\n"})
-    script: list[Step] = [
-        [write_file(str(repo / "new.txt"), "written by copilot\n")],
-        [edit_file(str(repo / "src/app.py"), "print('hi')", "print('copilot')")],
-        [shell("echo ok > made.txt")],
-        [shell("echo failing > failed.txt; exit 3")],
-        say("done"),
-    ]
+    script = attribution_tour("copilot", repo)
     server = model(script, flavour=COPILOT)
     run = copilot_run(copilot, repo, server)
     assert (repo / "src/app.py").read_text() == "print('copilot')\n"

@@ -33,6 +33,7 @@ from tests.e2e.scenario import (
     FILES,
     RESCUED,
     Tour,
+    attribution_tour,
     check_write_over_alice,
     observe_markers,
     owners,
@@ -108,12 +109,7 @@ def test_create_edit_and_shell_commands_are_attributed_to_the_session(
     droid: Cli, model: Model, repo: Path, hermetic_seal: Path
 ) -> None:
     write_work(repo, {"README": "alice's readme\n"})
-    script: list[Step] = [
-        [write_file(str(repo / "new.txt"), "written by droid\n")],
-        [edit_file(str(repo / "src/app.py"), "print('hi')", "print('droid')")],
-        [shell("echo ok > made.txt")],
-        say("done"),
-    ]
+    script = attribution_tour("droid", repo, failing=False)
     server = model(script, flavour=DROID)
     run = droid_run(droid, repo, server, hermetic_seal)
     assert (repo / "src/app.py").read_text() == "print('droid')\n"

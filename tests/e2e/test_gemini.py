@@ -26,6 +26,7 @@ from tests.e2e.scenario import (
     FILES,
     TOUR_PATHS,
     attributed_after_the_tour,
+    attribution_tour,
     check_write_over_alice,
     observe_markers,
     project,
@@ -139,13 +140,7 @@ def test_write_file_replace_and_shell_commands_are_attributed_to_the_session(
     gemini: Cli, model: Model, repo: Path, hermetic_seal: Path
 ) -> None:
     write_work(repo, {"README": "alice's readme\n"})
-    script: list[Step] = [
-        [write_file(str(repo / "new.txt"), "written by gemini\n")],
-        [edit_file(str(repo / "src/app.py"), "print('hi')", "print('gemini')")],
-        [shell("echo ok > made.txt")],
-        [shell("echo failing > failed.txt; exit 3")],
-        say("done"),
-    ]
+    script = attribution_tour("gemini", repo)
     server = model(script)
     run = gemini_run(gemini, repo, server, hermetic_seal)
     assert (repo / "src/app.py").read_text() == "print('gemini')\n"

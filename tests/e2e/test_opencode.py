@@ -40,6 +40,7 @@ from tests.e2e.scenario import (
     TOUR_PATHS,
     Tour,
     attributed_after_the_tour,
+    attribution_tour,
     check_write_over_alice,
     observe_markers,
     owners,
@@ -135,14 +136,7 @@ def test_write_edit_and_shell_commands_are_attributed_to_the_session(
     opencode: Cli, model: Model, repo: Path
 ) -> None:
     write_work(repo, {"README": "alice's readme\n"})
-    script: list[Step] = [
-        [write_file(str(repo / "new.txt"), "written by opencode\n")],
-        [read(str(repo / "src/app.py"))],  # opencode edits only a file read in the session
-        [edit_file(str(repo / "src/app.py"), "print('hi')", "print('opencode')")],
-        [shell("echo ok > made.txt")],
-        [shell("echo failing > failed.txt; exit 3")],
-        say("done"),
-    ]
+    script = attribution_tour("opencode", repo, read_first=True)
     server = model(script, flavour=OPENCODE)
     run = opencode_run(opencode, repo, server)
     assert (repo / "src/app.py").read_text() == "print('opencode')\n"

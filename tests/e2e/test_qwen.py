@@ -42,6 +42,7 @@ from tests.e2e.scenario import (
     TOUR_PATHS,
     Tour,
     attributed_after_the_tour,
+    attribution_tour,
     check_write_over_alice,
     observe_markers,
     owners,
@@ -133,14 +134,7 @@ def test_write_file_edit_and_shell_commands_are_attributed_to_the_session(
     qwen: Cli, model: Model, repo: Path
 ) -> None:
     write_work(repo, {"README": "alice's readme\n"})
-    script: list[Step] = [
-        [write_file(str(repo / "new.txt"), "written by qwen\n")],
-        [read(str(repo / "src/app.py"))],  # Qwen edits only a file read in the session
-        [edit_file(str(repo / "src/app.py"), "print('hi')", "print('qwen')")],
-        [shell("echo ok > made.txt")],
-        [shell("echo failing > failed.txt; exit 3")],
-        say("done"),
-    ]
+    script = attribution_tour("qwen", repo, read_first=True)
     server = model(script, flavour=QWEN)
     run = qwen_run(qwen, repo, server)
     assert (repo / "src/app.py").read_text() == "print('qwen')\n"
