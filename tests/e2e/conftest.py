@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.e2e.clis import Cli, install_clis
 from tests.e2e.model_server import ModelServer, Step
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every end-to-end test needs a package index (the CLIs come from npm): ``index``."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in item.path.parents:
+            item.add_marker(pytest.mark.index)
 
 
 @pytest.fixture(scope="session")
