@@ -261,3 +261,20 @@ def test_a_destructive_command_waits_for_an_announced_write_and_rescues_it(repo:
     assert "rescued 1 path of session claude-bob" in err
     assert "bob's\n" in rescued(repo, "a.txt")
     assert (repo / "a.txt").read_text() == "committed a\n"
+
+
+def test_a_turns_end_takes_back_only_its_own_sessions_write_announcements(tmp_path: Path) -> None:
+    """Droid's failing writes get no PostToolUse, so the turn's end takes back every write
+    the session announced; a session whose name starts with the other's keeps its own
+    (the name prefix "write.droid-a." also starts "droid-a.b"'s announcements)."""
+    from guards.state import barrier
+
+    ledger = str(tmp_path / "ledger")
+    os.makedirs(ledger)
+    assert barrier.announce_write(ledger, str(tmp_path), "droid-a", "t1")
+    assert barrier.announce_write(ledger, str(tmp_path), "droid-a", "t2")
+    assert barrier.announce_write(ledger, str(tmp_path), "droid-a.b", "t1")
+
+    barrier.withdraw_writes_of(ledger, "droid-a")
+
+    assert barrier.pending_writes(ledger, str(tmp_path)) == ["droid-a.b"]

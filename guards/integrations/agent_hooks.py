@@ -67,6 +67,7 @@ from guards.integrations.copilot_hooks import COPILOT_EVENTS as COPILOT_EVENTS
 from guards.integrations.copilot_hooks import from_copilot
 from guards.state.identity import MAX_ID_LENGTH as MAX_ID_LENGTH
 from guards.state.identity import session_for as session_for
+from guards.state.observation import OBSERVE_DIR
 
 #: ``typing`` stays out of the hot path (mypy reads this name as True).
 TYPE_CHECKING = False
@@ -106,7 +107,6 @@ TURN_ENDS = frozenset({"Stop", "AfterAgent"})
 HOOK_ERROR = 1
 #: The harnesses' "block this" exit status (stderr is the reason given to the agent).
 BLOCK = 2
-OBSERVE_DIR = "observe"
 #: Markers of lines whose PostToolUse never came are removed after this long.
 OBSERVE_MAX_AGE = 24 * 3600
 

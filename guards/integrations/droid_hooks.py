@@ -32,6 +32,8 @@ from __future__ import annotations
 import json
 import os
 
+from guards.state.observation import OBSERVE_DIR
+
 TYPE_CHECKING = False  # see guards.values: typing stays out of the hot path
 if TYPE_CHECKING:
     from typing import Any
@@ -41,8 +43,6 @@ DROID_TOOLS = {"Execute": "Bash", "Create": "Write", "Edit": "Edit"}
 #: An event no handler answers: a prompt the session's start already framed.
 FRAMED = "DroidFramedPrompt"
 FLAG_SUFFIX = ".framed"
-#: guards.integrations.agent_hooks.OBSERVE_DIR (not imported: it imports this module)
-OBSERVE_DIR = "observe"
 
 
 def from_droid(event: dict[str, Any]) -> dict[str, Any]:
@@ -66,26 +66,15 @@ def _withdraw_writes(event: dict[str, Any]) -> None:
     """A Create or Edit that failed got no PostToolUse: its announcement in the barrier
     would hold destructive commands back until it expires. At the turn's end no tool of
     the session runs any more: every write it announced is taken back."""
-    from guards.state.barrier import BARRIER_DIR, _write_name, locate
+    from guards.state.barrier import locate, withdraw_writes_of
     from guards.state.identity import session_for
 
     raw, cwd = event.get("session_id"), event.get("cwd")
     if not isinstance(raw, str) or not raw.strip():
         return
     found = locate(cwd if isinstance(cwd, str) and os.path.isabs(cwd) else os.getcwd())
-    if found is None:
-        return
-    prefix = _write_name(session_for("droid", raw), "")[: -len(".ann")]
-    folder = os.path.join(found[1], BARRIER_DIR)
-    try:
-        names = [n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith(".ann")]
-    except OSError:
-        return
-    import contextlib
-
-    for name in names:
-        with contextlib.suppress(OSError):
-            os.unlink(os.path.join(folder, name))
+    if found is not None:
+        withdraw_writes_of(found[1], session_for("droid", raw))
 
 
 def _write_response(text: str) -> object:

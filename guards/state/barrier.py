@@ -204,6 +204,16 @@ def withdraw_write(ledger_dir: str, session: str, key: str) -> None:
         os.unlink(os.path.join(_folder(ledger_dir), _write_name(session, key)))
 
 
+def withdraw_writes_of(ledger_dir: str, session: str) -> None:
+    """Take back every write ``session`` announced (its turn is over: none still runs).
+    Matched on the session each announcement records, never on a file-name prefix (one
+    session's name may begin another's)."""
+    for path, doc in _entries(ledger_dir, "write."):
+        if doc.get("session") == session:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+
 def pending_writes(ledger_dir: str, worktree: str) -> list[str]:
     """Sessions with a write announced in ``worktree`` that has not ended (nor expired;
     expired announcements are removed)."""

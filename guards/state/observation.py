@@ -17,6 +17,10 @@ if TYPE_CHECKING:
 
     from guards.state.workspace import Workspace
 
+#: ``<ledger>/observe``: the shell lines' start markers, the notices kept for a write's
+#: end and the per-session flags of the harness hooks.
+OBSERVE_DIR = "observe"
+
 
 def observe(ws: Workspace, sid: str, threshold_ns: int) -> list[str]:
     """Attribute to ``sid`` the dirty files whose status changed after ``threshold_ns``.
