@@ -273,6 +273,22 @@ def test_a_failed_edit_gets_no_end_and_the_turns_end_withdraws_its_write(repo: P
     assert pending_writes(str(repo / ".git/guards"), str(repo)) == []
 
 
+def test_the_turns_end_leaves_another_sessions_write_whose_name_begins_with_ours(
+    repo: Path,
+) -> None:
+    """A session named ``<ours>.b`` is another writer: our turn's end must not take its
+    announced write back (a destructive command would then run through its write)."""
+    other = f"{SID}.b"
+    payload = {
+        "session_id": other,
+        "tool_name": "Edit",
+        "tool_input": {"file_path": str(repo / "README"), "old_str": "zz", "new_str": "b"},
+    }
+    silent(send(repo, "PreToolUse", payload))
+    silent(send(repo, "Stop", {"stop_hook_active": False, "tool_execution_count": 1}))
+    assert pending_writes(str(repo / ".git/guards"), str(repo)) == [session_for("droid", other)]
+
+
 def test_user_install_writes_the_users_hooks_json(repo: Path, hermetic_seal: Path) -> None:
     assert run_guards("install", "--droid", "--user", "--no-aliases", cwd=repo).returncode == 0
     doc = json.loads((hermetic_seal / ".factory/hooks.json").read_text())
