@@ -150,6 +150,40 @@ def test_a_fifo_with_a_staged_version_keeps_the_staged_version(repo: Path) -> No
     assert (repo / "README").read_text() == "hello\n"
 
 
+def test_a_fifo_a_rescue_holds_counts_as_held_when_looked_at_again(repo: Path) -> None:
+    """A FIFO has no content to keep: a rescue holds what can be kept of it, its staged
+    version. The second look used to judge it never held, and rescued it once more
+    whenever it looked again (the FIFO changed within 20 ms of the first look)."""
+    from guards.protect.receipts import still_held
+
+    (repo / "README").write_text("staged by someone\n")
+    git(repo, "add", "README")
+    _fifo(repo / "README")
+    ws = Workspace.open(repo)
+    [result] = rescue_paths(ws, [AtRiskPath("README", None)], command="reset --hard")
+    assert still_held(ws, ["README"], [result]) == {"README"}
+    other = git(repo, "rev-parse", "HEAD:src/app.py").strip()
+    git(repo, "update-index", "--cacheinfo", f"100644,{other},README")
+    assert still_held(ws, ["README"], [result]) == set()  # a new staged version is not
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_file_dated_in_the_future_does_not_refuse_the_command(
+    repo: Path, tmp_path: Path, way: str
+) -> None:
+    """Clock skew (a network file system, a tar from another machine, ``touch -d``) dates
+    files ahead of the clock. The second look took such a file for one written a moment
+    ago, looked again and again, and refused every destructive command."""
+    (repo / "README").write_text("someone's edit\n")
+    ahead = int(os.stat(repo / "README").st_mtime) + 3600
+    os.utime(repo / "README", (ahead, ahead))
+    res = guarded(way, ["reset", "--hard"], repo, tmp_path, BOB, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert (repo / "README").read_text() == "hello\n"
+    [ref] = rescue_refs(repo)
+    assert git(repo, "show", f"{ref}:README") == "someone's edit\n"
+
+
 @pytest.mark.parametrize("kind", ["fifo", "socket"])
 def test_snapshots_never_open_special_files(repo: Path, kind: str) -> None:
     (repo / "src" / "app.py").write_text("edited\n")

@@ -181,8 +181,14 @@ def unchanged(ws: Workspace, paths: list[str], seen: dict[str, object]) -> set[s
     and not racily so: the rescue made then holds them as they are."""
     if not seen or _signature(_index_file(ws)) != seen.get(INDEX_KEY):
         return set()
+    import time
+
     taken = seen.get("\0taken")
-    limit = (taken if isinstance(taken, int) else 0) - RACY_NS
+    # Racy: stamped between just before the signature and now, so a write since may have
+    # left the same stamp. A stamp ahead of the clock (skew: a network file system, a
+    # tar from another machine) is not: a write now would stamp it now, visibly.
+    racy_from = (taken if isinstance(taken, int) else 0) - RACY_NS
+    racy_to = time.time_ns() + RACY_NS
     top = ws.repo.worktree_key + os.sep
     own = _rescues_write(ws)
     found = set()
@@ -190,7 +196,7 @@ def unchanged(ws: Workspace, paths: list[str], seen: dict[str, object]) -> set[s
         if p not in seen:
             continue
         sig = _signature(top + p, own)
-        if sig == seen[p] and all(t < limit for t in _times(sig)):
+        if sig == seen[p] and not any(racy_from <= t <= racy_to for t in _times(sig)):
             found.add(p)
     return found
 
@@ -277,7 +283,7 @@ def held_in(ws: Workspace, paths: list[str], sources: list[tuple[str, str, list[
 
 
 def _same_state(ws: Workspace, held: dict[str, tuple[str, str]]) -> set[str]:
-    from guards.protect.snapshot import disk_states, tree_entries
+    from guards.protect.snapshot import SPECIAL, disk_states, tree_entries
 
     repo = ws.repo
     paths = sorted(held)
@@ -292,7 +298,11 @@ def _same_state(ws: Workspace, held: dict[str, tuple[str, str]]) -> set[str]:
         in_tree = tree_entries(repo, commit, group)
         in_index = tree_entries(repo, index_commit, group)
         for p in group:
-            if p in index and disk.get(p) == in_tree[p] and index[p] == in_index[p]:
+            if p not in index or index[p] != in_index[p]:
+                continue
+            # A FIFO, socket or device has no content to keep: its index entry is all a
+            # rescue holds of it (and all one made now would).
+            if disk.get(p) == in_tree[p] or disk.get(p) == SPECIAL:
                 same.add(p)
     return same
 
