@@ -129,8 +129,10 @@ def test_ci_runs_the_readme_test_command() -> None:
     # The README's venv, made and entered as the README does, before the install.
     steps = [line.strip() for line in ci.splitlines()]
     venv, activate = install.split(" && ")[:2]
-    assert steps.index(venv) < steps.index(activate) < next(
-        i for i, line in enumerate(steps) if editable in line
+    assert (
+        steps.index(venv)
+        < steps.index(activate)
+        < next(i for i, line in enumerate(steps) if editable in line)
     )
     # The hermetic suite, then the tests that need a package index (npm, pip), in order.
     assert pytest_commands == ["python3 -m pytest", "python3 -m pytest -m index"]

@@ -280,11 +280,29 @@ def test_capture_hashes_once_and_cuts_trees_per_subset(repo: Path) -> None:
         only = cap.tree(["README"])
         assert both != only
         assert cap.tree(["README", "other"]) == both
-        # Written aside: the repository holds none of it until the capture moves it in.
-        assert git(repo, "cat-file", "-t", only, check=False) == ""
         cap.migrate()
     names = git(repo, "ls-tree", "--name-only", only).split()
     assert "other" not in names and "README" in names
+
+
+def test_a_capture_of_many_objects_is_written_aside_until_it_moves_in(repo: Path) -> None:
+    """Past git's unpack limit the objects go to a quarantine (moved in packed); below
+    it, straight into the store, loose, as a push that small would land."""
+    from guards.protect.snapshot import few_objects
+
+    names = [f"many/f{i}" for i in range(60)]
+    (repo / "many").mkdir()
+    for name in names:
+        (repo / name).write_text(f"{name}\n")
+    assert not few_objects(names) and few_objects(["README", "src/app.py"])
+    ws = Workspace.open(repo)
+    with Capture.take(ws.repo, names) as cap:
+        tree = cap.all_tree
+        assert git(repo, "cat-file", "-t", tree, check=False) == ""  # nowhere in the store
+        cap.migrate()
+    assert git(repo, "cat-file", "-t", tree) == "tree\n"
+    loose = int(git(repo, "count-objects").split()[0])
+    assert loose < 10  # the 60 blobs and their trees came in as one pack
 
 
 def test_core_filemode_false_keeps_the_index_mode_and_still_verifies(repo: Path) -> None:

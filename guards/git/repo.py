@@ -137,6 +137,9 @@ class Repo(Value):
     def index_file_text(self) -> str:
         """The index this work tree uses (its own in a linked worktree; honours
         ``GIT_INDEX_FILE``)."""
+        if "GIT_INDEX_FILE" not in os.environ:
+            # git's layout: the index is "index" in the (per-worktree) git dir; no git call.
+            return os.path.join(self.git_dir_text, "index")
         res = self.run(["rev-parse", "--path-format=absolute", "--git-path", "index"])
         return os.fsdecode(git.strip_newline(res.stdout))
 

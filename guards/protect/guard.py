@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from guards.predict.shell import Analysis, GitCall
     from guards.protect.decide import Decision
     from guards.protect.rescue import RescueResult
+    from guards.state.workspace import Workspace
 
 #: ``via`` of a decision log entry: ``guards run`` (the shim, the aliases).
 VIA_RUN = "run"
@@ -114,7 +115,9 @@ def _guard_command(
             return []
         results = act(decision, via=via, line=line)
         if results:
-            results += _look_again(cmd, results, seen, report=report, via=via, line=line)
+            results += _look_again(
+                cmd, results, seen, report=report, via=via, line=line, ws=decision.ws
+            )
         return results
 
 
@@ -149,6 +152,7 @@ def _look_again(
     report: bool,
     via: str,
     line: str | None,
+    ws: Workspace,
 ) -> list[RescueResult]:
     """Right before git runs, look again: a rescue takes a while, and work written
     meanwhile in the command's reach (a path changed since it was judged, a path dirty
@@ -171,7 +175,8 @@ def _look_again(
         radius = blast.blast_radius(cmd)
         if not radius.losses and not radius.everything:
             return added  # nothing in reach any more (commits were kept by the first look)
-        ws = Workspace.open(cwd=radius.worktree or cmd.cwd)
+        if radius.worktree != ws.repo.toplevel_text:  # the first look's, else found again
+            ws = Workspace.open(cwd=radius.worktree or cmd.cwd)
         paths = decide.radius_paths(ws, radius)
         changed = set(paths) - unchanged(ws, paths, seen)
         if not changed:

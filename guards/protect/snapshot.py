@@ -42,7 +42,7 @@ from guards.git.objects import (
     empty_tree,
     file_blob_oid,
 )
-from guards.git.quarantine import Quarantine, read_back, write_blobs
+from guards.git.quarantine import UNPACK_LIMIT, Quarantine, read_back, write_blobs
 from guards.git.repo import Repo
 
 #: git config for every command that writes a private index: a full index file of our
@@ -79,6 +79,20 @@ def _locate(repo: Repo) -> tuple[Path, str | None, str]:
     if head is not None:
         raise SnapshotError(f"snapshot failed: cannot read HEAD's tree in {repo.worktree}")
     return real_index_path(repo), None, empty_tree(repo.object_format)
+
+
+def few_objects(paths: list[str]) -> bool:
+    """Whether a capture of these files writes fewer objects than git's unpack limit:
+    a blob each, a tree per directory on their way for each of the few trees a rescue
+    writes (the work tree's, the index's, one per owner), and its commits. Those go
+    straight into the store, loose, as an incoming push that small would land; the
+    quarantine, which packs the objects of bigger captures, would cost five git calls
+    more than they do."""
+    directories = {""}
+    for p in paths:
+        parts = p.split("/")[:-1]
+        directories.update("/".join(parts[: i + 1]) for i in range(len(parts)))
+    return len(paths) + 4 * len(directories) + 8 < UNPACK_LIMIT
 
 
 #: What :func:`disk_states` says for a directory (a nested repository) ...
@@ -201,10 +215,11 @@ class Capture:
     ) -> None:
         repo = self.repo
         self._tmp = Path(tempfile.mkdtemp(prefix="guards-snapshot-"))
-        try:
-            self.quarantine = Quarantine(repo.worktree, self._tmp / "objects")
-        except git.GitError as e:
-            raise SnapshotError(f"snapshot failed: {e}") from e
+        if not few_objects(self.paths):
+            try:
+                self.quarantine = Quarantine(repo.worktree, self._tmp / "objects")
+            except git.GitError as e:
+                raise SnapshotError(f"snapshot failed: {e}") from e
         real, self.head, self.head_tree = _locate(repo)
         listed = set(self.paths)
         # What the real index holds vs HEAD (read-only: --cached never refreshes).
