@@ -20,10 +20,13 @@ import os
 import subprocess
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO
 
 from guards import git
 from guards.git.objects import hasher, object_oid
+
+TYPE_CHECKING = False  # see guards.values: typing costs every rescue start-up time
+if TYPE_CHECKING:
+    from typing import IO
 
 #: Fewer new objects than this are moved in loose (git's own default is 100; half of it
 #: here, so that the blobs and the trees of one rescue stay under 100 loose objects).

@@ -20,7 +20,6 @@ import shutil
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from guards import git
@@ -140,37 +139,40 @@ def expand_paths(top: Path, paths: Iterable[str]) -> tuple[list[str], list[str]]
     return out, repos
 
 
-@dataclass
 class Capture:
     """The listed paths hashed once into a private index, ready to be cut into trees.
 
     Use as a context manager: the private index files live in a temporary directory.
     """
 
-    repo: Repo
-    paths: list[str]
-    head: str | None = None
-    head_tree: str = ""
-    #: the tree of HEAD plus every listed path in its working-tree state
-    all_tree: str = ""
-    #: listed paths whose working-tree state differs from HEAD
-    worktree_changes: dict[str, Change] = field(default_factory=dict)
-    #: listed paths whose (stage 0) index state differs from HEAD; unmerged ones too
-    index_changes: dict[str, Change] = field(default_factory=dict)
-    #: unmerged listed paths -> [(stage, entry)]
-    stages: dict[str, list[tuple[int, Entry]]] = field(default_factory=dict)
-    skip_worktree: set[str] = field(default_factory=set)
-    #: listed FIFOs, sockets and devices: never opened nor hashed (their index entry stays)
-    special: list[str] = field(default_factory=list)
-    #: paths whose staged blob was already missing from the object store (HEAD's taken)
-    missing_staged: list[str] = field(default_factory=list)
-    _unchanged_states: dict[str, State] = field(default_factory=dict)
-    _tmp: Path | None = None
-    _base: Path | None = None
-    #: where git writes the capture's objects until :meth:`migrate` moves them in packed
-    quarantine: Quarantine | None = None
-    _counter: int = 0
-    _rewritten: bool = False
+    def __init__(self, repo: Repo, paths: list[str]) -> None:
+        self.repo = repo
+        self.paths = paths
+        self.head: str | None = None
+        self.head_tree = ""
+        #: the tree of HEAD plus every listed path in its working-tree state
+        self.all_tree = ""
+        #: listed paths whose working-tree state differs from HEAD
+        self.worktree_changes: dict[str, Change] = {}
+        #: listed paths whose (stage 0) index state differs from HEAD; unmerged ones too
+        self.index_changes: dict[str, Change] = {}
+        #: unmerged listed paths -> [(stage, entry)]
+        self.stages: dict[str, list[tuple[int, Entry]]] = {}
+        self.skip_worktree: set[str] = set()
+        #: listed FIFOs, sockets and devices: never opened nor hashed (their index entry
+        #: stays)
+        self.special: list[str] = []
+        #: paths whose staged blob was already missing from the object store (HEAD's
+        #: taken)
+        self.missing_staged: list[str] = []
+        self._unchanged_states: dict[str, State] = {}
+        self._tmp: Path | None = None
+        self._base: Path | None = None
+        #: where git writes the capture's objects until :meth:`migrate` moves them in
+        #: packed
+        self.quarantine: Quarantine | None = None
+        self._counter = 0
+        self._rewritten = False
 
     @property
     def fmt(self) -> str:

@@ -9,9 +9,6 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Collection
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
-from typing import TypeVar
 
 from guards import git
 from guards.errors import GuardsError
@@ -43,19 +40,65 @@ from guards.protect.rescue.verify import _verify_capture, _verify_tree
 from guards.protect.snapshot import Capture, SnapshotError, check_objects, commit_tree, disk_states
 from guards.state import session as sessions
 from guards.state.workspace import Workspace
+from guards.values import Value
 
-_T = TypeVar("_T")
+TYPE_CHECKING = False  # see guards.values: typing costs every rescue start-up time
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    _T = TypeVar("_T")
+    #: what the early check finds: the disk's states, the blobs read back, the bad ones
+    _Checked = tuple[dict[str, State | str], set[str], set[str]]
 
 
-@dataclass
-class _Built:
-    owner: str | None
-    paths: list[str]
-    commit: str
-    index_commit: str
-    #: what a push sends: the commit itself, or a copy without local-only paths
-    pushable: str
-    local_only: list[str]
+class _Beside:
+    """``work`` run in a thread of its own (concurrent.futures would cost every rescue
+    ~25 ms of imports); :meth:`result` gives what it returned, or raises what it
+    raised."""
+
+    def __init__(self, work: Callable[[], _Checked]) -> None:
+        self._work = work
+        self._value: _Checked | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._value = self._work()
+        except BaseException as e:  # handed to whoever asks for the result
+            self._error = e
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def result(self) -> _Checked:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._value is not None
+        return self._value
+
+
+class _Built(Value):
+    __slots__ = ("commit", "index_commit", "local_only", "owner", "paths", "pushable")
+
+    def __init__(
+        self,
+        owner: str | None,
+        paths: list[str],
+        commit: str,
+        index_commit: str,
+        pushable: str,
+        local_only: list[str],
+    ) -> None:
+        self.owner = owner
+        self.paths = paths
+        self.commit = commit
+        self.index_commit = index_commit
+        #: what a push sends: the commit itself, or a copy without local-only paths
+        self.pushable = pushable
+        self.local_only = local_only
 
 
 def rescue_paths(
@@ -175,9 +218,7 @@ def _rescue_submodule(
             if p and (owner is not None or p not in owners):
                 owners[p] = owner
         results = rescue_paths(sub, [AtRiskPath(p, o) for p, o in owners.items()], command=command)
-    return [
-        replace(r, repository=f"{root}/{r.repository}" if r.repository else root) for r in results
-    ]
+    return [r.inside(root) for r in results]
 
 
 def _keep_repository(
@@ -340,30 +381,30 @@ def build_snapshots(
         shown.done()
         return disk, oids, bad
 
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        early = pool.submit(early_check)
-        try:
-            cap = Capture.take(repo, all_paths, on_hashed=on_hashed, before_hashing=stored.wait)
-        finally:
-            hashed.set()  # never leave the checker waiting
-        with cap:
-            disk, checked, bad = early.result()
-            _verify_capture(ws, cap, disk, checked, bad)
-            built = _build_all(
-                ws,
-                cap,
-                expanded,
-                all_paths,
-                command=command,
-                now=now,
-                split_local_only=split_local_only,
-                extra_parents=extra_parents,
-                subject=subject,
-                body=body,
-            )
-            # Verified: into the repository's store, packed, before any ref names them.
-            cap.migrate()
-            return built
+    early = _Beside(early_check)
+    try:
+        cap = Capture.take(repo, all_paths, on_hashed=on_hashed, before_hashing=stored.wait)
+    finally:
+        hashed.set()  # never leave the checker waiting
+        early.join()  # its reads end before the capture is cleaned up, even after a failure
+    with cap:
+        disk, checked, bad = early.result()
+        _verify_capture(ws, cap, disk, checked, bad)
+        built = _build_all(
+            ws,
+            cap,
+            expanded,
+            all_paths,
+            command=command,
+            now=now,
+            split_local_only=split_local_only,
+            extra_parents=extra_parents,
+            subject=subject,
+            body=body,
+        )
+        # Verified: into the repository's store, packed, before any ref names them.
+        cap.migrate()
+        return built
 
 
 def _build_all(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any
 
 from guards.errors import GuardsError
 from guards.output import show_path
@@ -13,6 +12,10 @@ from guards.protect.rescue.result import RescueResult
 from guards.state import session as sessions
 from guards.state.ledger import op_rescue
 from guards.state.workspace import Workspace
+
+TYPE_CHECKING = False  # see guards.values: typing costs every rescue start-up time
+if TYPE_CHECKING:
+    from typing import Any
 
 #: How many paths of one rescue the ledger's log keeps (the commit names them all).
 LOGGED_PATHS = 100

@@ -25,7 +25,6 @@ import contextlib
 import os
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from guards import git
@@ -37,6 +36,7 @@ from guards.output import show_path
 from guards.protect.rescue.result import OVERRIDE, RescueFailedError
 from guards.protect.snapshot import expand_paths
 from guards.state.workspace import Workspace
+from guards.values import MutableValue, Value
 
 
 @contextlib.contextmanager
@@ -49,26 +49,30 @@ def own_environment() -> Iterator[None]:
         os.environ.update(saved)
 
 
-@dataclass
-class Plan:
+class Plan(MutableValue):
     """What a rescue does with the repositories among (and around) its paths."""
 
-    #: owner -> the paths of the outer rescue (nested repositories' files included)
-    groups: dict[str | None, list[str]] = field(default_factory=dict)
-    #: readable submodule -> {path inside it ("" for all its dirty work): owner}
-    submodules: dict[str, dict[str, str | None]] = field(default_factory=dict)
-    #: readable untracked nested repository -> owner: kept whole
-    keep: dict[str, str | None] = field(default_factory=dict)
-    #: repositories whose content is taken care of: the outer rescue keeps their paths
-    #: as they are (a gitlink, or plain files) without checking them again
-    handled: set[str] = field(default_factory=set)
+    __slots__ = ("groups", "handled", "keep", "submodules")
+
+    def __init__(self) -> None:
+        #: owner -> the paths of the outer rescue (nested repositories' files included)
+        self.groups: dict[str | None, list[str]] = {}
+        #: readable submodule -> {path inside it ("" for all its dirty work): owner}
+        self.submodules: dict[str, dict[str, str | None]] = {}
+        #: readable untracked nested repository -> owner: kept whole
+        self.keep: dict[str, str | None] = {}
+        #: repositories whose content is taken care of: the outer rescue keeps their
+        #: paths as they are (a gitlink, or plain files) without checking them again
+        self.handled: set[str] = set()
 
 
-@dataclass
-class _Root:
-    path: str
-    submodule: bool
-    repo: Repo | None  # None: git cannot read it
+class _Root(Value):
+    __slots__ = ("path", "repo", "submodule")
+
+    def __init__(self, path: str, submodule: bool, repo: Repo | None) -> None:
+        self.path = path
+        self.submodule = submodule
+        self.repo = repo  # None: git cannot read it
 
 
 def plan(ws: Workspace, groups: dict[str | None, list[str]]) -> Plan:
@@ -202,18 +206,32 @@ def _readable(directory: Path) -> Repo | None:
 # -- a repository's refs, and copying its objects ------------------------------------------
 
 
-@dataclass
-class Refs:
-    #: what HEAD is: a branch (``refs/heads/...``), a commit id, or "unborn"
-    head: str
-    #: (ref name, object id) for every ref
-    refs: list[tuple[str, str]]
-    #: every commit to keep reachable: HEAD's, each ref's (tags peeled), stash entries
-    commits: list[str]
-    #: tag objects (and other non-commit objects) the refs point at
-    others: list[str]
-    #: the stash entries, newest first (``refs/stash`` and its reflog)
-    stash: list[str]
+class Refs(Value):
+    """Everything that keeps a repository's history."""
+
+    __slots__ = ("commits", "head", "others", "refs", "stash")
+
+    def __init__(
+        self,
+        head: str,
+        refs: list[tuple[str, str]],
+        commits: list[str],
+        others: list[str],
+        stash: list[str],
+    ) -> None:
+        #: what HEAD is: a branch (``refs/heads/...``), a commit id, or "unborn"
+        self.head = head
+        #: (ref name, object id) for every ref
+        self.refs = refs
+        #: every commit to keep reachable: HEAD's, each ref's (tags peeled), stash entries
+        self.commits = commits
+        #: tag objects (and other non-commit objects) the refs point at
+        self.others = others
+        #: the stash entries, newest first (``refs/stash`` and its reflog)
+        self.stash = stash
+
+    def __hash__(self) -> int:  # lists inside, as the dataclass was
+        raise TypeError(f"unhashable type: {type(self).__name__!r}")
 
 
 def read_refs(repo: Repo) -> Refs:
