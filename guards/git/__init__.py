@@ -239,14 +239,19 @@ class Pending:
 
 
 def start(
-    args: Sequence[str], *, cwd: str | os.PathLike[str] | None = None, readonly: bool = True
+    args: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    readonly: bool = True,
+    env: Mapping[str, str] | None = None,
 ) -> Pending:
     """Start the real git without waiting (stdin empty), so that other work overlaps
     it instead of following it. Its output waits in a pipe until :meth:`Pending.result`
-    drains it (git pauses whenever the pipe is full)."""
+    drains it (git pauses whenever the pipe is full): every started call must be
+    waited for, also on the way out of an error."""
     if not _CAN_SPAWN:  # no overlap then, the same answer
-        return Pending(args, None, run(args, cwd=cwd, check=False, readonly=readonly))
-    return Pending(args, _Child(_argv(args, readonly, cwd), _environment(None, None)), None)
+        return Pending(args, None, run(args, cwd=cwd, check=False, readonly=readonly, env=env))
+    return Pending(args, _Child(_argv(args, readonly, cwd), _environment(env, None)), None)
 
 
 def _argv(

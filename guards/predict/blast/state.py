@@ -71,13 +71,10 @@ class Context:
         check: bool = True,
         extra_env: dict[str, str] | None = None,
     ) -> git.Result:
-        cwd = self.toplevel or self.git_dir
-        if at_prefix and self.toplevel and self.prefix:
-            cwd = os.path.join(self.toplevel, self.prefix)
         try:
             return git.run(
                 [*self.options, *args],
-                cwd=cwd,
+                cwd=self._cwd(at_prefix),
                 env=self.env,
                 stdin=stdin,
                 check=check,
@@ -90,6 +87,22 @@ class Context:
         self, args: Sequence[str], *, at_prefix: bool = False, stdin: bytes | None = None
     ) -> bytes:
         return self.run(args, at_prefix=at_prefix, stdin=stdin).stdout
+
+    def start(self, args: Sequence[str], *, at_prefix: bool = False) -> git.Pending:
+        """:meth:`run` started in the background (see :func:`guards.git.start`)."""
+        return git.start([*self.options, *args], cwd=self._cwd(at_prefix), env=self.env)
+
+    def finish(self, pending: git.Pending) -> bytes:
+        """The output of a call :meth:`start` began; its failure as :meth:`run`'s."""
+        try:
+            return pending.result().stdout
+        except git.GitError as e:
+            raise UnknownStateError(str(e)) from e
+
+    def _cwd(self, at_prefix: bool) -> str:
+        if at_prefix and self.toplevel and self.prefix:
+            return os.path.join(self.toplevel, self.prefix)
+        return self.toplevel or self.git_dir
 
     def rev(self, name: str, peel: str = "commit") -> str | None:
         """The object id of ``name^{peel}``, or None if it does not resolve."""
@@ -433,6 +446,22 @@ def read_state(
     where ``target`` differs from HEAD, and for conflicts. Elsewhere its unknown id
     (``""``) already differs from both the index and HEAD, which is all that matters.
     """
+    # The index flags status never shows, asked meanwhile (see hidden_changes).
+    flags = ctx.start(_FLAGS_QUERY + (limit or []), at_prefix=True) if ctx.toplevel else None
+    try:
+        return _read_state(ctx, limit, hash_work, target, flags)
+    finally:
+        if flags is not None:
+            flags.result(check=False)  # waited for on every way out (once read: at once)
+
+
+def _read_state(
+    ctx: Context,
+    limit: list[str] | None,
+    hash_work: bool,
+    target: Target | None,
+    flags: git.Pending | None,
+) -> State:
     try:
         out = read_status(lambda args: _run_status(ctx, args), ignored=True, limit=limit)
     except git.GitError as failed:
@@ -482,11 +511,17 @@ def read_state(
                 if e.work and not e.work[1] and (e.unmerged or e.index != e.head or e.path in diff)
             ],
         )
-    hidden_changes(ctx, state, limit)
+    hidden_changes(ctx, state, limit, flags)
     return state
 
 
-def hidden_changes(ctx: Context, state: State, limit: list[str] | None) -> None:
+#: ``ls-files`` with each entry's tag: lower case for assume-unchanged, ``S`` skip-worktree.
+_FLAGS_QUERY = ["ls-files", "-v", "-z", "--full-name"]
+
+
+def hidden_changes(
+    ctx: Context, state: State, limit: list[str] | None, started: git.Pending | None = None
+) -> None:
     """Files whose index entry is marked assume-unchanged or skip-worktree and differs
     from it: ``git status`` never lists them, yet ``reset --hard``, ``checkout -- p``,
     ``rm -f`` or ``stash`` overwrite them. Found from ``ls-files -v`` (a lower-case tag:
@@ -494,7 +529,9 @@ def hidden_changes(ctx: Context, state: State, limit: list[str] | None) -> None:
     from the work tree holds nothing to lose."""
     if ctx.toplevel is None:
         return
-    out = ctx.out(["ls-files", "-v", "-z", "--full-name", *(limit or [])], at_prefix=True)
+    if started is None:
+        started = ctx.start(_FLAGS_QUERY + (limit or []), at_prefix=True)
+    out = ctx.finish(started)
     flags: dict[str, tuple[bool, bool]] = {}
     for rec in git.zsplit(out):
         tag = rec[:1]
