@@ -230,8 +230,7 @@ class Refs(Value):
         #: the stash entries, newest first (``refs/stash`` and its reflog)
         self.stash = stash
 
-    def __hash__(self) -> int:  # lists inside, as the dataclass was
-        raise TypeError(f"unhashable type: {type(self).__name__!r}")
+    __hash__ = None  # type: ignore[assignment]  # it holds lists: never hashed
 
 
 def read_refs(repo: Repo) -> Refs:

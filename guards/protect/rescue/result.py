@@ -76,8 +76,7 @@ class RescueResult(Value):
         #: repository holds this rescue; None for the repository the command runs in
         self.repository = repository
 
-    def __hash__(self) -> int:  # its lists make it unhashable, as the dataclass was
-        raise TypeError(f"unhashable type: {type(self).__name__!r}")
+    __hash__ = None  # type: ignore[assignment]  # it holds lists: never hashed
 
     def inside(self, root: str) -> RescueResult:
         """The same rescue, made in the submodule at ``root`` of the repository."""
