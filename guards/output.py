@@ -23,11 +23,46 @@ def paint(text: str, code: str, stream: TextIO = sys.stdout) -> str:
 
 
 def error(message: str) -> None:
-    print(f"guards: {message}", file=sys.stderr)
+    _stderr(f"guards: {message}")
 
 
 def warn(message: str) -> None:
-    print(f"guards: warning: {message}", file=sys.stderr)
+    _stderr(f"guards: warning: {message}")
+
+
+#: Lines on their way to stderr while :class:`Held` holds them (None: not holding).
+_held: list[str] | None = None
+
+
+class Held:
+    """Within it, guards' lines for stderr wait, and are written when it ends (also on
+    the way out of an error). The guard holds its notices until its last look: stderr
+    may be a file in the command's reach (``git clean -f 2>errs``), and a notice written
+    into it meanwhile would change it under the next look, again and again."""
+
+    __slots__ = ("_outer",)
+
+    def __enter__(self) -> Held:
+        global _held
+        self._outer = _held is not None
+        if not self._outer:
+            _held = []
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        global _held
+        if self._outer or _held is None:
+            return
+        lines, _held = _held, None
+        for line in lines:
+            _stderr(line)
+
+
+def _stderr(line: str) -> None:
+    if _held is not None:
+        _held.append(line)
+        return
+    print(line, file=sys.stderr, flush=True)
 
 
 _ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
@@ -139,7 +174,7 @@ def dump_json(doc: dict[str, Any], stream: TextIO = sys.stdout) -> None:
 
 def stderr_line(line: str) -> None:
     """A line on stderr exactly as given (the rescue report formats its own prefix)."""
-    print(line, file=sys.stderr, flush=True)
+    _stderr(line)
 
 
 class Progress:

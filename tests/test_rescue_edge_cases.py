@@ -8,9 +8,11 @@ an alias) and checks that nothing was lost."""
 from __future__ import annotations
 
 import os
+import shlex
 import socket
 import stat
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -286,6 +288,8 @@ QUIET = [
     ["clean", "-qfd"],
     ["switch", "-q", "-f", "other"],
     ["-c", "alias.tidy=reset --hard -q", "tidy"],
+    ["read-tree", "--quiet", "--reset", "-u", "HEAD"],
+    ["read-tree", "-uq", "--reset", "HEAD"],
 ]
 
 
@@ -306,6 +310,33 @@ def test_a_command_asked_to_be_quiet_rescues_silently(
     assert refs[0] in listed.stdout
     logged = ledger_doc(repo)["rescues"]
     assert refs[0] in [entry["ref"] for entry in logged]
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_notice_written_into_a_file_in_reach_does_not_keep_the_command_from_running(
+    repo: Path, tmp_path: Path, way: str
+) -> None:
+    """``git clean -f 2>errs``: the shell makes ``errs`` (untracked, in clean's reach)
+    before git starts. The rescue's notice went into it at once, the second look saw it
+    changed, rescued it again, wrote another notice... and refused after 4 rounds (git's
+    own t7201 test 10, through the shim without GUARDS_QUIET). The notices now come after
+    the last look."""
+    (repo / "scratch.txt").write_text("someone's scratch file\n")
+    if way == "alias":
+        install_aliases(repo)
+    git_word = {"alias": "git safe-clean", "shim": "git clean", "guards-run": ""}[way]
+    if way == "guards-run":
+        git_word = f"{shlex.quote(sys.executable)} -m guards run -- clean"
+    env = {**os.environ, **BOB}
+    if way == "shim":
+        env["PATH"] = f"{install_shim(tmp_path / 'shim')}{os.pathsep}{env['PATH']}"
+    res = subprocess.run(
+        ["sh", "-c", f"{git_word} -f 2>errs"], cwd=repo, env=env, capture_output=True
+    )
+    assert res.returncode == 0, (repo / "errs").read_bytes() if (repo / "errs").exists() else b""
+    assert not (repo / "scratch.txt").exists()
+    [ref] = rescue_refs(repo)
+    assert git(repo, "show", f"{ref}:scratch.txt") == "someone's scratch file\n"
 
 
 @pytest.mark.parametrize("args", [["stash"], ["stash", "--no-quiet", "-q", "--no-quiet"]])

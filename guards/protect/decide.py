@@ -181,6 +181,11 @@ def asked_quiet(cmd: GitCommand) -> bool:
         args = args[words[0] + 1 :] if words else []
     elif sub in ("cherry-pick", "revert"):
         spec = "sequencer"
+    elif sub == "read-tree":  # no table of its own (see cmdline.read_tree_index_only)
+        options = args[: args.index("--")] if "--" in args else args
+        return any(
+            a == "--quiet" or (a[:1] == "-" and a[1:2] != "-" and "q" in a[1:]) for a in options
+        )
     else:
         spec = sub or ""
     if spec not in SPECS:

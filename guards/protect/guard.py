@@ -113,11 +113,14 @@ def _guard_command(
         if plan is not None:
             plan.append(decision)
             return []
-        results = act(decision, via=via, line=line)
-        if results:
-            results += _look_again(
-                cmd, results, seen, report=report, via=via, line=line, ws=decision.ws
-            )
+        from guards.output import Held
+
+        with Held():  # the notices come after the last look (see Held)
+            results = act(decision, via=via, line=line)
+            if results:
+                results += _look_again(
+                    cmd, results, seen, report=report, via=via, line=line, ws=decision.ws
+                )
         return results
 
 
