@@ -280,6 +280,8 @@ def test_capture_hashes_once_and_cuts_trees_per_subset(repo: Path) -> None:
         only = cap.tree(["README"])
         assert both != only
         assert cap.tree(["README", "other"]) == both
+        # Few objects: straight into the store (loose), no quarantine to move them from.
+        assert git(repo, "cat-file", "-t", only) == "tree\n"
         cap.migrate()
     names = git(repo, "ls-tree", "--name-only", only).split()
     assert "other" not in names and "README" in names
