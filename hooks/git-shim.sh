@@ -100,18 +100,7 @@ esac
 # is still there, else `guards` on PATH (a venv recreated, pipx reinstalled), else refuse.
 guards_run() {
   if [ -x "$guards_python" ] && [ -f "$guards_package" ]; then
-    GUARDS_REAL_GIT=$guards_git exec "$guards_python" -c '
-import os, sys
-try:
-    from guards.commands.run import main
-except Exception as e:
-    if os.environ.get("GUARDS_DISABLE") == "1":
-        git = os.environ["GUARDS_REAL_GIT"]
-        os.execv(git, [git] + sys.argv[1:])
-    sys.stderr.write("guards-shim: refusing `git %s`: guards cannot run (%s: %s); to run git without guards: GUARDS_DISABLE=1 git ...\n" % (" ".join(sys.argv[1:3]), type(e).__name__, e))
-    sys.exit(20)
-sys.exit(main(sys.argv[1:]))
-' "$@"
+    GUARDS_REAL_GIT=$guards_git exec "$guards_python" @GUARDS_LAUNCH@ "$@"
   fi
   # Under the override, git runs untouched (the bypass is logged only by the guards
   # recorded at install: another one might not start at all).

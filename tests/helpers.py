@@ -181,13 +181,32 @@ def path_without_guards(path: str | None = None) -> str:
     )
 
 
-def install_with_disposable_python(repo: Path, tmp_path: Path) -> tuple[Path, Path]:
-    """``guards install --shim --hooks --claude`` run by a venv-like interpreter (a
-    symlink to this Python) that a test can delete; returns (that python, shim dir)."""
-    venv = tmp_path / "venv" / "bin"
-    venv.mkdir(parents=True)
-    python = venv / "python3"
+def disposable_python(venv: Path) -> Path:
+    """A venv at ``venv`` whose ``bin/python3`` (a symlink to this Python) a test can
+    delete, and that finds guards and its dependencies as this one does: the installed
+    artifacts run their interpreter with ``-E``, so PYTHONPATH cannot lend them."""
+    import site
+    import sysconfig
+
+    bin_dir = venv / "bin"
+    bin_dir.mkdir(parents=True)
+    base = os.path.dirname(os.path.realpath(sys.executable))
+    (venv / "pyvenv.cfg").write_text(f"home = {base}\ninclude-system-site-packages = false\n")
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    own = venv / "lib" / version / "site-packages"
+    own.mkdir(parents=True)
+    lend = [*site.getsitepackages(), sysconfig.get_paths()["purelib"]]
+    lines = [f"import site; site.addsitedir({d!r})" for d in dict.fromkeys(lend)]
+    (own / "borrowed.pth").write_text("\n".join([str(PROJECT_ROOT), *lines]) + "\n")
+    python = bin_dir / "python3"
     python.symlink_to(sys.executable)
+    return python
+
+
+def install_with_disposable_python(repo: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """``guards install --shim --hooks --claude`` run by a :func:`disposable_python`;
+    returns (that python, shim dir)."""
+    python = disposable_python(tmp_path / "venv")
     shim_dir = tmp_path / "shim"
     res = subprocess.run(
         [str(python), "-m", "guards", "install", "--shim", str(shim_dir), "--hooks", "--claude"],

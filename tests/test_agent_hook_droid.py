@@ -226,7 +226,7 @@ def test_install_writes_a_flat_hooks_json_and_uninstall_removes_it(repo: Path) -
     assert set(doc) == set(harness_settings.DROID_EVENTS)  # events at the top level
     [group] = doc["PreToolUse"]
     assert group["matcher"] == "Execute|Create|Edit"
-    assert "agent_hook droid" in group["hooks"][0]["command"]
+    assert group["hooks"][0]["command"] == harness_settings.hook_command("droid")
     assert run_guards("install", "--droid", cwd=repo).stdout.count("hooks") == 0  # done
     res = run_guards("uninstall", "--droid", cwd=repo)
     assert res.returncode == 0, res.stderr
@@ -292,7 +292,7 @@ def test_the_turns_end_leaves_another_sessions_write_whose_name_begins_with_ours
 def test_user_install_writes_the_users_hooks_json(repo: Path, hermetic_seal: Path) -> None:
     assert run_guards("install", "--droid", "--user", "--no-aliases", cwd=repo).returncode == 0
     doc = json.loads((hermetic_seal / ".factory/hooks.json").read_text())
-    assert "agent_hook droid" in doc["SessionStart"][0]["hooks"][0]["command"]
+    assert doc["SessionStart"][0]["hooks"][0]["command"] == harness_settings.hook_command("droid")
     assert not (repo / ".factory").exists()
     assert run_guards("uninstall", "--droid", "--user", cwd=repo).returncode == 0
     assert not (hermetic_seal / ".factory/hooks.json").exists()

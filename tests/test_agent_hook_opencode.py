@@ -7,16 +7,23 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from guards.commands.agent_hook import session_for
+from guards.integrations import harness_settings
 from guards.integrations.opencode_hooks import from_opencode
 from guards.state.identity import harness_caller
-from tests.helpers import PROJECT_ROOT, git, make_repo, run_agent_hook, run_guards
+from tests.helpers import (
+    PROJECT_ROOT,
+    disposable_python,
+    git,
+    make_repo,
+    run_agent_hook,
+    run_guards,
+)
 
 ALICE = "alice"
 SID = "ses_dcafcaf90ffezGqh5sp0wzzYtp"
@@ -170,7 +177,7 @@ def test_install_writes_our_plugin_and_uninstall_removes_only_ours(repo: Path) -
     assert res.returncode == 0, res.stderr
     text = (repo / PLUGIN).read_text()
     assert text.startswith("// guards-opencode-plugin")
-    assert f"{sys.executable} -m guards.commands.agent_hook opencode" in text
+    assert json.dumps(harness_settings.hook_script("opencode")) in text
     again = run_guards("install", "--opencode", "--no-aliases", cwd=repo)
     assert "already set up" in again.stdout
     res = run_guards("uninstall", "--opencode", cwd=repo)
@@ -209,10 +216,7 @@ def test_doctor_reports_a_missing_plugin_and_one_whose_guards_is_gone(
     (repo / PLUGIN).unlink()
     [missing] = doctor(repo)["opencode-plugin-missing"]
     assert missing["level"] == "problem" and "guards install --opencode" in str(missing["fix"])
-    venv = tmp_path / "venv" / "bin"
-    venv.mkdir(parents=True)
-    python = venv / "python3"
-    python.symlink_to(sys.executable)
+    python = disposable_python(tmp_path / "venv")
     done = subprocess.run(
         [str(python), "-m", "guards", "install", "--opencode", "--no-aliases"],
         cwd=repo,

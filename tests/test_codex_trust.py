@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from guards.integrations import codex_trust, harness_settings
-from tests.helpers import git, run_guards
+from tests.helpers import disposable_python, git, run_guards
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -110,9 +110,7 @@ def test_a_reinstall_from_another_interpreter_says_trust_was_lost_and_trust_rest
 ) -> None:
     assert run_guards("install", "--codex", "--trust", "--no-aliases", cwd=repo).returncode == 0
     before = trusted(hermetic_seal)
-    venv = tmp_path / "venv" / "bin"
-    venv.mkdir(parents=True)
-    (venv / "python3").symlink_to(sys.executable)
+    venv = disposable_python(tmp_path / "venv").parent
 
     def install_from(bin_dir: Path, *options: str) -> subprocess.CompletedProcess[str]:
         """`guards install` run by another interpreter (its hooks name that one)."""

@@ -101,7 +101,8 @@ def test_claude_user_install_writes_the_home_settings(repo: Path, hermetic_seal:
     hook = json.loads(settings.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]
     assert hook["type"] == "command"
     assert hook["command"] == harness_settings.hook_command("claude")
-    assert "-m guards.commands.agent_hook claude" in hook["command"]
+    assert "from guards.commands.agent_hook import fast_main" in hook["command"]
+    assert "' claude; fi" in hook["command"]  # the harness, after the launcher
     assert not (repo / ".claude").exists()
     assert run_guards("uninstall", "--claude", "--user", cwd=repo).returncode == 0
     assert json.loads(settings.read_text()) == {}
@@ -256,7 +257,7 @@ def test_copilot_install_writes_its_own_hooks_file_and_uninstall_takes_only_ours
     assert list(doc["hooks"]) == list(harness_settings.COPILOT_EVENTS)
     for event, [entry] in doc["hooks"].items():
         assert entry["type"] == "command" and entry["timeoutSec"] == 60
-        assert f"agent_hook copilot {event}; fi" in entry["bash"]
+        assert f"' copilot {event}; fi" in entry["bash"]
     again = run_guards("install", "--copilot", "--no-aliases", cwd=repo)
     assert "nothing to do" in again.stdout
     # a hook the user added to our file stays when ours go
@@ -308,7 +309,7 @@ def test_qwen_install_writes_settings_json_beside_the_users_own_and_uninstall_ta
     }
     ours = [h for g in doc["hooks"].values() for x in g for h in x["hooks"] if "guards" in str(h)]
     assert {h["timeout"] for h in ours} == {60}  # seconds
-    assert all("agent_hook qwen" in h["command"] for h in ours)
+    assert all(h["command"] == harness_settings.hook_command("qwen") for h in ours)
     assert doc["$version"] == 4  # as Qwen would write it at its start (a dirty file)
     res = run_guards("uninstall", "--qwen", cwd=repo)
     assert res.returncode == 0, res.stderr

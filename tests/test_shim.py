@@ -124,18 +124,29 @@ def test_passthrough_starts_no_python(busy_repo: Path, tmp_path: Path) -> None:
     assert (busy_repo / "README").read_text() == "dirty\n"
 
 
-def test_shim_refuses_when_guards_cannot_be_imported(busy_repo: Path, shim: Path) -> None:
-    env = {"PYTHONPATH": str(shim), "PYTHONNOUSERSITE": "1"}
-    broken = {**env, "PYTHONSAFEPATH": "1"}
-    code = "import sys; sys.modules['guards'] = None"
-    # Simulate an uninstalled package: a sitecustomize that hides guards.
-    (shim / "sitecustomize.py").write_text(code)
-    res = run_via("shim", ["reset", "--hard"], busy_repo, shim_dir=shim, env=broken)
+def test_shim_refuses_when_guards_cannot_be_imported(busy_repo: Path, tmp_path: Path) -> None:
+    # The recorded interpreter is there, and so is the guards package it ran from, but
+    # that interpreter cannot import it (a venv recreated without guards).
+    venv = tmp_path / "venv-without-guards"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    directory = tmp_path / "broken"
+    directory.mkdir()
+    text = shim_text(directory).replace(sys.executable, str(venv / "bin" / "python"))
+    (directory / "git").write_text(text)
+    (directory / "git").chmod(0o755)
+    res = run_via("shim", ["reset", "--hard"], busy_repo, shim_dir=directory)
     assert res.returncode == 20, res.stderr
-    assert b"guards cannot run" in res.stderr and b"GUARDS_DISABLE=1" in res.stderr
+    line = res.stderr.decode()
+    assert line.startswith("guards-shim: refusing this git command: guards cannot run (")
+    assert "No module named 'guards'" in line and "GUARDS_DISABLE=1" in line
+    assert line.count("\n") == 1
     assert (busy_repo / "README").read_text() == "dirty\n"
-    ok = run_via("shim", ["log", "--oneline"], busy_repo, shim_dir=shim, env=broken)
+    ok = run_via("shim", ["log", "--oneline"], busy_repo, shim_dir=directory)
     assert ok.returncode == 0
+    bypass = {"GUARDS_DISABLE": "1"}
+    res = run_via("shim", ["reset", "--hard"], busy_repo, shim_dir=directory, env=bypass)
+    assert res.returncode == 0, res.stderr  # the named override runs git itself
+    assert (busy_repo / "README").read_text() != "dirty\n"
 
 
 def test_shim_never_recurses_into_itself_or_another_shim(busy_repo: Path, tmp_path: Path) -> None:

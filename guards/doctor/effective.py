@@ -11,7 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from guards.doctor.findings import Context, Finding, Level, listing, plural
-from guards.integrations.installation import artifact_runner, read_manifest, user_manifest_path
+from guards.integrations.installation import (
+    artifact_runner,
+    launches_safely,
+    read_manifest,
+    user_manifest_path,
+)
 
 #: hook id -> the git hook types its stages need (.pre-commit-hooks.yaml)
 FRAMEWORK_HOOKS: dict[str, tuple[str, ...]] = {
@@ -26,8 +31,19 @@ def _runner_finding(check: str, what: str, text: str, fix: str) -> Finding | Non
     """A warning or problem when ``what`` (an installed artifact) will not run the guards
     it recorded; None when it will."""
     how, where = artifact_runner(text)
-    if how == "recorded":
+    if how == "recorded" and launches_safely(text):
         return None
+    if how == "recorded":
+        return Finding(
+            Level.WARN,
+            "setup",
+            check,
+            f"{what}: an older guards wrote it, and it starts Python with the project's "
+            "directory first on the module path: a json.py or enum.py in the project "
+            "stops it (a harness then runs the command unchecked)",
+            fix,
+            {"runs": "recorded", "launch": "python -m"},
+        )
     if how == "path":
         return Finding(
             Level.WARN,

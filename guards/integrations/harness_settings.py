@@ -50,11 +50,16 @@ from typing import Any
 
 from guards.errors import UsageError
 from guards.fsutil import KEEP_MODE, atomic_write
-from guards.integrations.installation import Step, recorded_python, sh_prefers_recorded
+from guards.integrations.installation import (
+    Step,
+    python_launch,
+    recorded_python,
+    sh_prefers_recorded,
+)
 
 #: Recognises our hook commands, whichever python or spelling installed them.
 OURS = re.compile(
-    r"guards(?:\.commands\.agent_hook| agent-hook) "
+    r'(?:guards\.commands\.agent_hook|guards agent-hook|"\$g" agent-hook) '
     r"(?:claude|codex|gemini|copilot|qwen|opencode|droid)\b"
 )
 
@@ -160,8 +165,10 @@ def hook_script(harness: str, event: str | None = None) -> str:
     silent pass."""
     py = shlex.quote(recorded_python())
     target = harness if event is None else f"{harness} {event}"
+    # Exit 2 when guards cannot start: the harnesses block the tool call and show why.
+    launch = python_launch("guards.commands.agent_hook:fast_main", f"guards: the {harness} hook", 2)
     return (
-        f"if {sh_prefers_recorded()}; then exec {py} -m guards.commands.agent_hook {target}; "
+        f"if {sh_prefers_recorded()}; then exec {py} {launch} {target}; "
         f'fi; g=$(command -v guards) && exec "$g" agent-hook {target}; '
         f'echo "guards: the {harness} hook cannot run: guards is not installed any more '
         f"({py} is gone or lost it) and no guards is on PATH; reinstall git-guards, or "

@@ -70,13 +70,69 @@ def sh_prefers_recorded(python: str | None = None, marker: str | None = None) ->
     return f"[ -x {py} ] && [ -f {mark} ]"
 
 
+#: What an installed artifact's Python does first: take the current directory (``-c``'s
+#: ``""``) off the module path. The artifacts run inside the user's project (git runs
+#: aliases and hooks at the top of the work tree, the harnesses their hooks in the
+#: project), so its json.py or enum.py would replace the standard library's: the agent
+#: hook died with a traceback and exit 1, which the harnesses read as "go on".
+_OFF_THE_PATH = "sys.path[:] = [p for p in sys.path if p]"
+#: The mark of an artifact that starts guards this way (doctor tells older ones).
+LAUNCH_MARK = "guards: started by an installed artifact"
+
+
+def launches_safely(text: str) -> bool:
+    """Whether an installed artifact's text starts guards as :func:`python_launch` does
+    (one an older guards wrote runs ``python -m``, the project's directory on the path)."""
+    return LAUNCH_MARK in text
+
+
+def python_launch(call: str, refusal: str, status: int, *, shim: bool = False) -> str:
+    """The arguments after the interpreter that run ``call`` (``module:function``, given
+    the artifact's arguments) as installed artifacts do: ``-E`` (the user's PYTHONPATH
+    and other PYTHON* variables are the project's, not guards'), ``-c`` with the current
+    directory off the path; a guards that cannot start says so in one line (``refusal``,
+    then why; nothing when it is empty) and exits ``status``. ``shim``: under
+    GUARDS_DISABLE=1 the real git runs instead, and the line names that override."""
+    module, function = call.split(":")
+    bypass = (
+        '    if os.environ.get("GUARDS_DISABLE") == "1":\n'
+        '        git = os.environ["GUARDS_REAL_GIT"]\n'
+        "        os.execv(git, [git] + sys.argv[1:])\n"
+        if shim
+        else ""
+    )
+    hint = "; to run git without guards: GUARDS_DISABLE=1 git ..." if shim else ""
+    say = (
+        '    why = "%s: %s" % (type(e).__name__, e)\n'
+        f'    sys.stderr.write("{refusal}: guards cannot run (%s){hint}\\n" % why)\n'
+        if refusal
+        else ""
+    )
+    code = (
+        f"# {LAUNCH_MARK}\n"
+        f"import sys\n"
+        f"{_OFF_THE_PATH}\n"
+        f"import os\n"
+        f"try:\n"
+        f"    from {module} import {function} as main\n"
+        f"except Exception as e:\n"
+        f"{bypass}"
+        f"{say}"
+        f"    sys.exit({status})\n"
+        f"sys.exit(main(sys.argv[1:]))\n"
+    )
+    return f"-E -c {shlex.quote(code)}"
+
+
 def alias_value(subcommand: str) -> str:
     """``!f() {...}; f``: git runs it at the top level with the user's arguments, and
     ``--alias`` tells guards to go back to the user's directory (GIT_PREFIX) first."""
     py = shlex.quote(recorded_python())
     run = f'run --alias -- {subcommand} "$@"'
+    refusal = f"guards: refusing git safe-{subcommand}"
+    launch = python_launch("guards.main:main", refusal, 20)
     return (
-        f"!f() {{ if {sh_prefers_recorded()}; then {py} -m guards {run}; "
+        f"!f() {{ if {sh_prefers_recorded()}; then {py} {launch} {run}; "
         f"elif command -v guards >/dev/null 2>&1; then guards {run}; "
         f'else echo "guards: refusing git safe-{subcommand}: guards is not installed any '
         f"more ({py} is gone or lost it) and no guards is on PATH; reinstall git-guards, then "
@@ -92,8 +148,11 @@ def is_our_alias(value: str, subcommand: str) -> bool:
     """Whether an alias value is one guards wrote (this version's or an older one's)."""
     if re.match(_OLD_ALIAS.format(sub=re.escape(subcommand)), value):
         return True
-    ours = f"-m guards run --alias -- {subcommand} "
-    return value.startswith("!f() { if [ -x ") and ours in value
+    if not value.startswith("!f() { if [ -x "):
+        return False
+    if f"-m guards run --alias -- {subcommand} " in value:  # before python_launch
+        return True
+    return LAUNCH_MARK in value and f"' run --alias -- {subcommand} " in value
 
 
 # -- manifests ---------------------------------------------------------------------------
@@ -230,7 +289,14 @@ def shim_text(directory: Path) -> str:
         template.replace("@GUARDS_PYTHON@", shlex.quote(recorded_python()))
         .replace("@GUARDS_PACKAGE@", shlex.quote(package_marker()))
         .replace("@GUARDS_SHIM_DIR@", shlex.quote(str(directory)))
+        .replace("@GUARDS_LAUNCH@", _SHIM_LAUNCH)
     )
+
+
+#: The shim's Python: guards run, refusing with the override named when it cannot start.
+_SHIM_LAUNCH = python_launch(
+    "guards.commands.run:main", "guards-shim: refusing this git command", 20, shim=True
+)
 
 
 def plan_shim(directory: Path, manifest: Path) -> list[Step]:

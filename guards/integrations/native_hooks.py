@@ -33,7 +33,7 @@ from typing import Any
 from guards.errors import GuardsError, UnknownStateError
 from guards.fsutil import EXECUTABLE, PRIVATE, atomic_write
 from guards.git.repo import Repo
-from guards.integrations.installation import package_marker, recorded_python
+from guards.integrations.installation import package_marker, python_launch, recorded_python
 
 #: git hook type -> what ``guards hook run`` does for it
 NATIVE_CHECKS: dict[str, str] = {
@@ -82,7 +82,7 @@ if [ -f "$chained" ] && [ -x "$chained" ]; then
 fi
 guards_cmd=$(command -v guards 2>/dev/null) || guards_cmd=
 if [ -x "$guards_python" ] && [ -f "$guards_package" ]; then
-    run_with_input "$guards_python" -m guards.commands.hook run "$hook_type" "$@"
+    run_with_input "$guards_python" {launch} run "$hook_type" "$@"
     guards_status=$?
 elif [ -n "$guards_cmd" ]; then
     run_with_input "$guards_cmd" hook run "$hook_type" "$@"
@@ -122,6 +122,8 @@ def render_script(hook_type: str, python: str | None = None, package: str | None
         python=shlex.quote(python),
         package=shlex.quote(package or package_marker()),
         feeds_stdin="yes" if hook_type in STDIN_HOOKS else "no",
+        # 1 when guards cannot start: the script's own warning (a push: its refusal).
+        launch=python_launch("guards.commands.hook:main", "", 1),
     ).encode()
 
 

@@ -4,8 +4,8 @@
 # GUARDS_SUITE_PLAIN=1 runs them against plain git instead (the baseline: a test that fails
 # there is not guards' doing). GUARDS_SUITE_JOBS=N runs N scripts at a time (default 1).
 # Outputs: WORKDIR/out-MODE/SCRIPT.out (MODE: plain, shim-quiet, shim-loud).
-# The shim runs the guards of the checkout holding this script (PYTHONPATH), whatever
-# guards the interpreter has installed.
+# The shim runs the guards of the checkout holding this script (from a venv of the run's
+# own), whatever guards the interpreter has installed.
 # Not part of CI: it fetches the git source package of the installed version through apt
 # (deb-src entries are derived from the machine's own apt sources) and builds git's test
 # helpers and templates (~2 minutes on 2 cores). Debian/Ubuntu only; needs root for apt.
@@ -16,9 +16,7 @@
 # script of that family); "all" means t1 t2 t3 t7. Without one, the scripts of the
 # commands guards intercepts.
 set -euo pipefail
-# The shim must run this checkout's guards, not whichever one the interpreter has installed.
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
 work=${1:-/tmp/guards-git-suite}
 shift || true
 wanted=("$@")
@@ -102,7 +100,13 @@ case $outdir in /*) ;; *) outdir=$work/$outdir ;; esac
 mkdir -p "$outdir"
 if [ "$mode" != plain ]; then
   installed="$outdir/shim"
-  python3 -m guards install --no-aliases --shim "$installed" >/dev/null
+  # The shim must run this checkout's guards, not whichever one the interpreter has
+  # installed: a venv whose path puts the checkout before the interpreter's packages
+  # (the shim starts Python with -E, so PYTHONPATH cannot do it).
+  python3 -m venv --system-site-packages --without-pip "$outdir/venv"
+  "$outdir/venv/bin/python" -c 'import sys, sysconfig
+open(sysconfig.get_paths()["purelib"] + "/guards-checkout.pth", "w").write(sys.argv[1] + "\n")' "$repo"
+  "$outdir/venv/bin/python" -m guards install --no-aliases --shim "$installed" >/dev/null
 fi
 
 run_one() {
