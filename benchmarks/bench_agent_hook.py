@@ -28,8 +28,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import env, generate_repo, report
+from guards.integrations.harness_settings import hook_script
 
-HOOK = [sys.executable, "-m", "guards.commands.agent_hook", "claude"]
+#: Exactly what the harness runs: the installed hook command (sh, then this Python).
+HOOK = ["sh", "-c", hook_script("claude")]
 CLI = [sys.executable, "-m", "guards", "agent-hook", "claude"]
 
 

@@ -731,6 +731,11 @@ HOOK_NEVER_IMPORTS = (
     "filelock",
     "guards.protect.rescue",
     "guards.protect.snapshot",
+    # re and enum (which json pulls in too) are about a fifth of a hook's time: the
+    # events are read by guards.jsontext, shell lines parsed without re
+    "json",
+    "re",
+    "enum",
 )
 
 

@@ -245,10 +245,13 @@ def test_max_paths_from_the_user_and_repository_config_files(repo: Path) -> None
 
 
 # What the frame must not import: each costs milliseconds at every agent turn (see
-# guards.values). Run with -S so that no site-packages hook preloads any of them. (re
-# and enum stay: json, which reads the ledger, needs re.)
+# guards.values). Run with -S so that no site-packages hook preloads any of them.
 HEAVY_MODULES = (
     "argparse",
+    # json pulls in re and enum: guards.jsontext reads the ledger
+    "json",
+    "re",
+    "enum",
     "dataclasses",
     "hashlib",
     "pathlib",

@@ -18,6 +18,7 @@ LAYERS = (
         "guards.__init__",
         "guards.errors",
         "guards.values",
+        "guards.jsontext",
         "guards.output",
         "guards.config",
         "guards.fsutil",

@@ -91,8 +91,8 @@ def test_reused_pid_with_another_start_time_is_dead() -> None:
         assert start is not None
         same = Session(id="x", host=hostname(), pid=proc.pid, pid_start=start)
         reused = Session(id="x", host=hostname(), pid=proc.pid, pid_start=start + "-earlier")
-        assert same.liveness(ttl=0) is Liveness.LIVE
-        assert reused.liveness(ttl=0) is Liveness.DEAD
+        assert same.liveness(ttl=0) == Liveness.LIVE
+        assert reused.liveness(ttl=0) == Liveness.DEAD
     finally:
         proc.kill()
         proc.wait()
@@ -132,11 +132,11 @@ def test_doctor_reap_and_the_commit_hook_take_liveness_from_the_one_rule(case: s
     rule = judge("s", data.sessions["s"], ttl, now)
     doctor = session_states(data, ttl, now)["s"]
     assert doctor.verdict == rule
-    assert doctor.live == (rule.liveness is Liveness.LIVE)
-    if rule.liveness is not Liveness.UNKNOWN:
-        assert doctor.state in {rule.liveness.value, "stale"}
-    assert owner_liveness(data, "s", ttl, now)[0] == rule.liveness.value
-    assert ("s" in _live_sessions(data, ttl, now)) == (rule.liveness is Liveness.LIVE)
+    assert doctor.live == (rule.liveness == Liveness.LIVE)
+    if rule.liveness != Liveness.UNKNOWN:
+        assert doctor.state in {rule.liveness, "stale"}
+    assert owner_liveness(data, "s", ttl, now)[0] == rule.liveness
+    assert ("s" in _live_sessions(data, ttl, now)) == (rule.liveness == Liveness.LIVE)
 
 
 def test_the_rule_on_odd_records() -> None:

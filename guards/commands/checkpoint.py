@@ -70,4 +70,4 @@ def _unclaimed(ws: Workspace) -> int:
 
     dirty = read_dirty(ws.repo)
     data, _problem = ws.read_ledger()
-    return sum(o.ownership is Ownership.UNKNOWN for o in ws.owners(dirty, data))
+    return sum(o.ownership == Ownership.UNKNOWN for o in ws.owners(dirty, data))

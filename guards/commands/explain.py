@@ -136,7 +136,7 @@ def _decision_json(d: Decision) -> dict[str, Any]:
             {
                 "path": a.path,
                 "owner": a.owner,
-                "ownership": a.ownership.value,
+                "ownership": a.ownership,
                 "losses": kinds.get(a.path, ["everything"] if d.radius.everything else []),
                 "guarded": a.path in at_risk,
             }

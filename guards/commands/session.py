@@ -141,7 +141,7 @@ def _list(args: argparse.Namespace) -> int:
     rows = []
     for sid in sorted(data.sessions):
         s = Session.from_json(data.sessions[sid])
-        rows.append((s, s.liveness(ttl).value, counts.get(sid, 0)))
+        rows.append((s, s.liveness(ttl), counts.get(sid, 0)))
     if args.json:
         output.dump_json(
             {

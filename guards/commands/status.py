@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
                     (
                         r.dirty.state,
                         r.owner.session or "-",
-                        r.owner.ownership.value,
+                        r.owner.ownership,
                         output.age(r.since),
                         output.show_path(r.dirty.path),
                     )

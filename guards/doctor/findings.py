@@ -56,7 +56,7 @@ class Finding:
 #: record is unreadable; live, ended and dead are :class:`Liveness` values.
 STALE = "stale"
 #: The states doctor counts sessions by, in its report's order.
-SESSION_STATES = (Liveness.LIVE.value, Liveness.ENDED.value, Liveness.DEAD.value, STALE)
+SESSION_STATES = (Liveness.LIVE, Liveness.ENDED, Liveness.DEAD, STALE)
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class SessionState:
 
     @property
     def live(self) -> bool:
-        return self.verdict.liveness is Liveness.LIVE
+        return self.verdict.liveness == Liveness.LIVE
 
 
 @dataclass

@@ -33,18 +33,18 @@ def session_states(data: LedgerData, ttl: float, now: float) -> dict[str, Sessio
 
 def describe(v: Verdict, now: float) -> SessionState:
     """Doctor's words for a verdict; the verdict itself is the state layer's."""
-    if v.liveness is Liveness.UNKNOWN:
+    if v.liveness == Liveness.UNKNOWN:
         # A record guards cannot read proves nothing about liveness.
         return SessionState(v, STALE, "unreadable session record")
-    if v.liveness is Liveness.ENDED:
-        return SessionState(v, v.liveness.value, "ended")
+    if v.liveness == Liveness.ENDED:
+        return SessionState(v, v.liveness, "ended")
     if v.pid_checked:
-        if v.liveness is Liveness.LIVE:
-            return SessionState(v, v.liveness.value, f"pid {v.pid} running")
+        if v.liveness == Liveness.LIVE:
+            return SessionState(v, v.liveness, f"pid {v.pid} running")
         why = "reused" if v.pid_running else "gone"
-        return SessionState(v, v.liveness.value, f"pid {v.pid} {why}")
-    if v.liveness is Liveness.LIVE:
-        return SessionState(v, v.liveness.value, "heartbeat")
+        return SessionState(v, v.liveness, f"pid {v.pid} {why}")
+    if v.liveness == Liveness.LIVE:
+        return SessionState(v, v.liveness, "heartbeat")
     idle = age(now - (v.idle or 0.0), now).removesuffix(" ago")
     return SessionState(v, STALE, f"no heartbeat for {idle}")
 
@@ -208,7 +208,7 @@ def check_sessions(ctx: Context) -> list[Finding]:
     gone = []
     for sid, st in sorted(ctx.sessions.items()):
         counts[st.state] += 1
-        if st.state in {Liveness.DEAD.value, STALE}:
+        if st.state in {Liveness.DEAD, STALE}:
             gone.append((sid, st))
     summary = ", ".join(f"{n} {state}" for state, n in counts.items() if n)
     data: dict[str, Any] = {
@@ -246,7 +246,7 @@ def check_checkpoints(ctx: Context) -> list[Finding]:
     without ending: where a crashed writer's work was last saved."""
     if ctx.repo is None or ctx.data is None:
         return []
-    gone = [sid for sid, st in ctx.sessions.items() if st.state in {Liveness.DEAD.value, STALE}]
+    gone = [sid for sid, st in ctx.sessions.items() if st.state in {Liveness.DEAD, STALE}]
     if not gone:
         return []
     parent = str(ctx.setting("rescue.namespace")).rsplit("/", 1)[0]

@@ -52,17 +52,18 @@ guards.integrations.opencode_hooks; all show the model a context only after the 
 ran, as Codex.
 
 The hot path (a shell line that neither mentions git nor names a command destroying
-files, nor holds a ``>``) imports nothing but ``json`` and guards.predict.shell_files,
-and runs no git. Run it as ``python -m guards.commands.agent_hook claude`` to skip
-the command-line parser as well.
+files, nor holds a ``>``) imports neither ``json`` (guards.jsontext reads and writes
+the events) nor more of guards than guards.predict.shell_files and the barrier's
+``locate``, and runs no git. The installed hooks call guards.commands.agent_hook
+directly, without the command-line parser.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
+from guards import jsontext
 from guards.integrations.copilot_hooks import COPILOT_EVENTS as COPILOT_EVENTS
 from guards.integrations.copilot_hooks import from_copilot
 from guards.state.identity import MAX_ID_LENGTH as MAX_ID_LENGTH
@@ -115,7 +116,7 @@ def main(harness: str, raw: bytes, event_name: str | None = None) -> int:
     """Answer one hook event; never raises, never prints a traceback. ``event_name``:
     the event, for a harness whose payload names none (Copilot)."""
     try:
-        event = json.loads(raw)
+        event = jsontext.loads(raw)
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
         return _malformed(raw, f"hook input is not JSON ({e.__class__.__name__})", event_name)
     if not isinstance(event, dict):
@@ -141,7 +142,7 @@ def main(harness: str, raw: bytes, event_name: str | None = None) -> int:
         return _dispatch(harness, name, event)
     except Exception as e:  # a hook must answer, whatever happened
         message = _one_line(e)
-        if name in TOOL_STARTS and _guarded_text(json.dumps(event.get("tool_input"))):
+        if name in TOOL_STARTS and _guarded_text(jsontext.dumps(event.get("tool_input"))):
             return _deny(harness, f"guards could not check this command ({message})")
         _say(f"guards agent-hook: {name}: {message}")
         return HOOK_ERROR
@@ -196,7 +197,7 @@ def _emit(harness: str, name: str, **fields: str) -> int:
     answer: dict[str, Any] = dict(fields)
     if harness != "copilot":  # Copilot reads the fields at the top level
         answer = {"hookSpecificOutput": {"hookEventName": name, **fields}}
-    sys.stdout.write(json.dumps(answer))
+    sys.stdout.write(jsontext.dumps(answer))
     sys.stdout.write("\n")
     sys.stdout.flush()
     return 0
@@ -276,7 +277,7 @@ def _command(event: dict[str, Any]) -> str | None:
 def _pre_shell(harness: str, event: dict[str, Any]) -> int:
     command = _command(event)
     if command is None:
-        if "git" in json.dumps(event.get("tool_input")).lower():
+        if "git" in jsontext.dumps(event.get("tool_input")).lower():
             return _deny(harness, "guards: the shell command in the hook input is unreadable")
         return 0
     if os.environ.get("GUARDS_DISABLE") == "1":
@@ -410,7 +411,7 @@ def _mark_start(
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
-            json.dump({"dirs": dirs, "rescued": rescued, "receipts": receipts}, f)
+            f.write(jsontext.dumps({"dirs": dirs, "rescued": rescued, "receipts": receipts}))
     except OSError as e:
         _say(f"guards agent-hook: cannot keep the start of the command ({e.strerror})")
 
@@ -423,7 +424,7 @@ def _post_shell(harness: str, event: dict[str, Any]) -> int:
     try:
         threshold = os.stat(path).st_ctime_ns
         with open(path, encoding="utf-8") as f:
-            marker = json.load(f)
+            marker = jsontext.loads(f.read())
     except (OSError, ValueError):
         return 0  # no start recorded (or the hook was installed mid-command)
     import contextlib
@@ -618,7 +619,7 @@ def _keep_write_notice(
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
-            json.dump({"rescued": rescued}, f)
+            f.write(jsontext.dumps({"rescued": rescued}))
     except OSError as e:
         _say(f"guards agent-hook: cannot keep the rescue notice for the model ({e.strerror})")
 
@@ -630,7 +631,7 @@ def _write_notice(harness: str, event: dict[str, Any], sid: str | None, files: l
         return 0
     try:
         with open(path, encoding="utf-8") as f:
-            kept = json.load(f)
+            kept = jsontext.loads(f.read())
         os.unlink(path)
     except (OSError, ValueError):
         return 0  # nothing rescued before this write

@@ -11,7 +11,7 @@ as JSON text, sent as an object) and the result in ``toolResult``. Its tools ``b
 
 from __future__ import annotations
 
-import json
+from guards import jsontext
 
 TYPE_CHECKING = False  # see guards.values: typing stays out of the hot path
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def from_copilot(event: dict[str, Any], name: str) -> dict[str, Any]:
         import contextlib
 
         with contextlib.suppress(ValueError, RecursionError):
-            args = json.loads(args)
+            args = jsontext.loads(args)
     tool = event.get("toolName")
     if isinstance(args, dict) and tool in ("create", "edit") and "path" in args:
         args = {**args, "file_path": args["path"]}

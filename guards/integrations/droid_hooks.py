@@ -29,9 +29,9 @@ sources ``CLAUDE_ENV_FILE`` (set for SessionStart) into them: ``GUARDS_SESSION``
 
 from __future__ import annotations
 
-import json
 import os
 
+from guards import jsontext
 from guards.state.observation import OBSERVE_DIR
 
 TYPE_CHECKING = False  # see guards.values: typing stays out of the hot path
@@ -80,7 +80,7 @@ def _withdraw_writes(event: dict[str, Any]) -> None:
 def _write_response(text: str) -> object:
     """A write's JSON text as an object; a write that did not succeed as an error."""
     try:
-        doc = json.loads(text)
+        doc = jsontext.loads(text)
     except (ValueError, RecursionError):
         doc = None
     if isinstance(doc, dict):

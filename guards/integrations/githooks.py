@@ -116,7 +116,7 @@ def _live_sessions(data: LedgerData, ttl: float, now: float) -> set[str]:
     return {
         session_id
         for session_id, record in data.sessions.items()
-        if judge(session_id, record, ttl, now).liveness is Liveness.LIVE
+        if judge(session_id, record, ttl, now).liveness == Liveness.LIVE
     }
 
 
@@ -150,7 +150,7 @@ def foreign_staged_paths(
             continue
         owner = classify(record, top / change.path, ws.caller, fmt)
         attribution = Attribution.from_json(record)
-        if owner.ownership is Ownership.FOREIGN or _staged_is_recorded(change, attribution):
+        if owner.ownership == Ownership.FOREIGN or _staged_is_recorded(change, attribution):
             found.append(ForeignPath(change.path, attribution.session, attribution.recorded))
     return found
 

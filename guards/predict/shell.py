@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 import itertools
 import os
-import re
 
 from guards.predict.shell_files import (
     DESTROYERS,
@@ -33,7 +32,6 @@ from guards.predict.shell_files import (
     names_destroyer,
 )
 from guards.predict.shell_lexer import (
-    NAME,
     REDIRECTS,
     Heredoc,
     Lexer,
@@ -41,6 +39,8 @@ from guards.predict.shell_lexer import (
     ShellSyntaxError,
     Token,
     Word,
+    assignment_name,
+    is_name,
 )
 from guards.values import MutableValue, Value
 
@@ -80,8 +80,20 @@ WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
 }
 _RESERVED_PREFIX = frozenset({"if", "then", "elif", "else", "while", "until", "do", "!", "{"})
 _RESERVED_END = frozenset({"fi", "done", "esac", "}"})
-_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
-_BRACE = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
+
+
+def _brace_expands(text: str) -> bool:
+    """Whether bash would brace-expand unquoted ``text`` (``{a,b}``, ``{1..3}``)."""
+    if "{" not in text:
+        return False  # re stays unimported for the everyday line
+    import re
+
+    return re.search(r"\{[^{}]*(,|\.\.)[^{}]*\}", text) is not None
+
+
+def _is_python3(name: str) -> bool:
+    """``python3`` or ``python3.<digits>``."""
+    return name == "python3" or (name.startswith("python3.") and name[8:].isdecimal())
 
 
 # ---------------------------------------------------------------------------
@@ -460,10 +472,11 @@ class _Parser:
                 break
             word = tok.word
             if not words:
-                m = _ASSIGNMENT.match(word.raw)
-                if m and word.parts and not word.parts[0].quoted:
+                assigned = assignment_name(word.raw)
+                if assigned and word.parts and not word.parts[0].quoted:
                     self.take()
-                    assigns.append((m.group(1), self._assigned_value(word, len(m.group(0)), state)))
+                    var, prefix = assigned
+                    assigns.append((var, self._assigned_value(word, prefix, state)))
                     continue
             self.take()
             words.append(word)
@@ -543,7 +556,7 @@ class _Parser:
             return None
         value = "".join(out)
         unquoted = "".join(p.text for p in word.parts if p.kind == "lit" and not p.quoted)
-        if _BRACE.search(unquoted):
+        if _brace_expands(unquoted):
             return None  # brace expansion: more (or other) words than written
         return value
 
@@ -577,17 +590,18 @@ class _Parser:
             state.cwd = state.stack.pop() if state.stack else None
         elif name in ("export", "declare", "typeset", "local", "readonly"):
             for word, value in zip(how.words[1:], args, strict=False):
-                m = _ASSIGNMENT.match(word.raw)
-                if m:
-                    v = self._assigned_value(word, len(m.group(0)), state)
-                    state.vars[m.group(1)] = v
+                assigned = assignment_name(word.raw)
+                if assigned:
+                    var, prefix = assigned
+                    v = self._assigned_value(word, prefix, state)
+                    state.vars[var] = v
                     if name == "export":
-                        state.exported[m.group(1)] = v
-                elif value is not None and NAME.fullmatch(value) and name == "export":
+                        state.exported[var] = v
+                elif value is not None and is_name(value) and name == "export":
                     state.exported[value] = state.vars.get(value, self.env.get(value))
         elif name in ("read", "mapfile", "readarray", "getopts"):
             for value in args:
-                if value is not None and NAME.fullmatch(value):
+                if value is not None and is_name(value):
                     state.vars[value] = None  # set from input: only bash will know
         elif name == "unset":
             for value in args:
@@ -601,7 +615,7 @@ class _Parser:
                 self.nested(" ".join(a for a in args if a is not None), state)
         elif name in SHELLS:
             self._shell(state, args, how.redirects, how.piped)
-        elif name in INTERPRETERS or re.fullmatch(r"python3(\.\d+)?", name):
+        elif name in INTERPRETERS or _is_python3(name):
             for flag, code in itertools.pairwise(args):
                 inline = flag in ("-c", "-e", "-E", "--eval", "-r")
                 if inline and (code is None or mentions_git(code)):
@@ -752,7 +766,7 @@ class _Parser:
                 return
             elif a == "--":
                 i += 1
-            elif _ASSIGNMENT.match(a):
+            elif assignment_name(a):
                 key, _, value = a.partition("=")
                 assigns.append((key, value))
                 i += 1
@@ -844,16 +858,17 @@ class _Parser:
 # ---------------------------------------------------------------------------
 # apply_patch bodies (Codex)
 
-_PATCH_LINE = re.compile(
-    r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$"
-)
-
 
 def patch_paths(body: str) -> list[str]:
     """The files an ``apply_patch`` body edits, adds, deletes or moves to, in order."""
+    import re  # Codex's patches only: not on every shell line
+
+    patch_line = re.compile(
+        r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$"
+    )
     found: list[str] = []
     for line in body.splitlines():
-        m = _PATCH_LINE.match(line)
+        m = patch_line.match(line)
         if m:
             path = m.group(1) or m.group(2)
             if path not in found:

@@ -51,7 +51,7 @@ SHOWN = 3
 class AtRisk(Value):
     __slots__ = ("owner", "ownership", "path")
 
-    def __init__(self, path: str, owner: str | None, ownership: Ownership) -> None:
+    def __init__(self, path: str, owner: str | None, ownership: str) -> None:
         self.path = path
         self.owner = owner
         self.ownership = ownership
@@ -92,7 +92,7 @@ def classify_radius(
     for path in paths:
         owner = classify(records.get(path), top + path, ws.caller, fmt)
         at_risk.append(AtRisk(path, owner.session, owner.ownership))
-    mine = [a.path for a in at_risk if a.ownership is Ownership.MINE]
+    mine = [a.path for a in at_risk if a.ownership == Ownership.MINE]
     if not radius.everything:
         staged = {loss.path for loss in radius.losses if LossKind.STAGED in loss.kinds}
         mine = [p for p in mine if p in staged]
@@ -306,8 +306,8 @@ def decide(
     radius, taken before it is judged (see :mod:`.guard`)."""
     ws = Workspace.open(cwd=radius.worktree or cmd.cwd)
     classified = classify_radius(ws, radius, seen)
-    at_risk = [a for a in classified if a.ownership is not Ownership.MINE]
-    mine = [a for a in classified if a.ownership is Ownership.MINE]
+    at_risk = [a for a in classified if a.ownership != Ownership.MINE]
+    mine = [a for a in classified if a.ownership == Ownership.MINE]
     report = report and not ws.config.quiet and not asked_quiet(cmd)
     at_risk, hollow = without_special_files(ws, at_risk)
     held: list[str] = []

@@ -731,7 +731,7 @@ def _surely_mine(path: str) -> bool:
     records = data.paths.get(worktree)
     if records is None:
         return False
-    return classify(records.get(rel), path, caller).ownership is Ownership.MINE
+    return classify(records.get(rel), path, caller).ownership == Ownership.MINE
 
 
 def _guard_write_in(top: str, rels: list[str], tool: str, verdict: Verdict) -> None:
@@ -752,7 +752,7 @@ def _guard_write_in(top: str, rels: list[str], tool: str, verdict: Verdict) -> N
             r
             for r in rels
             if classify(records.get(r), join(top, r), ws.caller, ws.repo.object_format).ownership
-            is not Ownership.MINE
+            != Ownership.MINE
         ]
         if not rels:
             return  # the caller's own recorded content: the common case

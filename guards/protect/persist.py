@@ -205,7 +205,7 @@ def checkpoint(
             exit_code=problem.exit_code,
         )
     owners = mine_ws.owners(dirty, data)
-    mine = [d.path for d, o in zip(dirty, owners, strict=True) if o.ownership is Ownership.MINE]
+    mine = [d.path for d, o in zip(dirty, owners, strict=True) if o.ownership == Ownership.MINE]
     remote = str(ws.config.get("rescue.remote")) or None
     if not mine:
         return PersistResult(owner, PersistOutcome.NOTHING_TO_PUSH, remote=remote)

@@ -26,11 +26,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import time
 
-from guards import fsutil
+from guards import fsutil, jsontext
 from guards.state.workspace import Workspace
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
@@ -71,7 +70,7 @@ def write(session: str, key: str, rescues: list[tuple[str, RescueResult]]) -> li
         digest = hashlib.sha256(worktree.encode("utf-8", "surrogateescape")).hexdigest()[:12]
         path = folder / _file_name(session, f"{key}.{digest}")
         doc = {"session": session, "worktree": worktree, "time": time.time(), "rescues": receipts}
-        fsutil.atomic_write(path, json.dumps(doc).encode())
+        fsutil.atomic_write(path, jsontext.dumps(doc).encode())
         files.append(str(path))
     return files
 
@@ -110,7 +109,7 @@ def _receipts(ws: Workspace) -> list[dict[str, object]]:
             continue
         try:
             with open(entry.path, encoding="utf-8") as f:
-                doc = json.load(f)
+                doc = jsontext.loads(f.read())
         except (OSError, ValueError):
             continue  # unreadable: proves nothing
         if (

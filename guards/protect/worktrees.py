@@ -426,7 +426,7 @@ def owner_liveness(
 ) -> tuple[str, str, bool]:
     """(liveness, why, pid_checked) of a worktree's owning session (the verdict of
     :meth:`Session.verdict`, the one liveness rule)."""
-    unknown = Liveness.UNKNOWN.value
+    unknown = Liveness.UNKNOWN
     if data is None:
         return unknown, "ledger unreadable", False
     if not owner:
@@ -435,18 +435,18 @@ def owner_liveness(
     if rec is None:
         return unknown, f"no record of session {owner}", False
     v = judge(owner, rec, ttl, now)
-    if v.liveness is Liveness.UNKNOWN:
+    if v.liveness == Liveness.UNKNOWN:
         return unknown, f"unreadable record of session {owner}", False
-    if v.liveness is Liveness.ENDED:
-        return v.liveness.value, f"session {owner} ended", v.pid_checked
+    if v.liveness == Liveness.ENDED:
+        return v.liveness, f"session {owner} ended", v.pid_checked
     if v.pid_checked:
-        if v.liveness is Liveness.LIVE:
-            return v.liveness.value, f"pid {v.pid} alive", True
-        return v.liveness.value, f"pid {v.pid} {'reused' if v.pid_running else 'gone'}", True
+        if v.liveness == Liveness.LIVE:
+            return v.liveness, f"pid {v.pid} alive", True
+        return v.liveness, f"pid {v.pid} {'reused' if v.pid_running else 'gone'}", True
     seen = int(v.idle or 0)
-    if v.liveness is Liveness.LIVE:
-        return v.liveness.value, f"heartbeat {seen} s ago", False
-    return v.liveness.value, f"no heartbeat for {seen} s", False
+    if v.liveness == Liveness.LIVE:
+        return v.liveness, f"heartbeat {seen} s ago", False
+    return v.liveness, f"no heartbeat for {seen} s", False
 
 
 def inspect(

@@ -62,6 +62,6 @@ def dead_sessions_checkpoints(
         c
         for sid, c in latest.items()
         if sid in data.sessions
-        and judge(sid, data.sessions[sid], ttl, now).liveness is Liveness.DEAD
+        and judge(sid, data.sessions[sid], ttl, now).liveness == Liveness.DEAD
     ]
     return sorted(dead, key=lambda c: -c.time)

@@ -110,7 +110,7 @@ def _dead_checkpoints(repo: Repo, data: LedgerData) -> list[LastCheckpoint]:
 
 def owner_text(owner: Owner, caller: str | None, now: float) -> str:
     """``session pod-architect, 2 min ago`` / ``owner unknown``."""
-    if owner.ownership is Ownership.UNKNOWN or owner.session is None:
+    if owner.ownership == Ownership.UNKNOWN or owner.session is None:
         return "owner unknown"
     who = "your session" if owner.session == caller else "session"
     when = f", {age(owner.recorded, now)}" if owner.recorded is not None else ""
@@ -161,7 +161,7 @@ def as_json(repo: Repo | None, frame: Frame | None, max_paths: int) -> dict[str,
                 "path": e.dirty.path,
                 "state": e.dirty.xy,
                 "owner": e.owner.session,
-                "class": e.owner.ownership.value,
+                "class": e.owner.ownership,
                 "recorded": iso(e.owner.recorded),
                 "age_seconds": (
                     None if e.owner.recorded is None else round(max(0.0, now - e.owner.recorded), 3)

@@ -75,7 +75,7 @@ def status_document(ws: Workspace, rows: list[Row], problem: str | None) -> dict
                 "ignored": r.dirty.ignored,
                 "unmerged": r.dirty.unmerged,
                 "owner": r.owner.session,
-                "class": r.owner.ownership.value,
+                "class": r.owner.ownership,
                 "since": output.iso(r.since),
                 "since_source": r.since_source,
                 "age_seconds": None if r.since is None else round(max(0.0, now - r.since), 3),

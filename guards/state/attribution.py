@@ -8,7 +8,6 @@ unreadable). A path that changed after it was recorded has no known owner.
 
 from __future__ import annotations
 
-import enum
 import os
 
 from guards.state.fingerprint import (
@@ -35,13 +34,16 @@ __all__ = [
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Final
 
 
-class Ownership(str, enum.Enum):
-    MINE = "mine"
-    FOREIGN = "foreign"
-    UNKNOWN = "unknown"
+class Ownership:
+    """Whose a dirty path is, for a caller. Plain strings, not an Enum: ``enum`` costs
+    the start-up of every hook that classifies (see :class:`guards.errors.ExitCode`)."""
+
+    MINE: Final = "mine"
+    FOREIGN: Final = "foreign"
+    UNKNOWN: Final = "unknown"
 
 
 class Owner(Value):
@@ -49,7 +51,7 @@ class Owner(Value):
 
     __slots__ = ("ownership", "recorded", "session")
 
-    def __init__(self, ownership: Ownership, session: str | None, recorded: float | None) -> None:
+    def __init__(self, ownership: str, session: str | None, recorded: float | None) -> None:
         self.ownership = ownership
         #: The attributed session when the record still matches; None when unknown.
         self.session = session

@@ -27,11 +27,10 @@ aliases) or ``agent-hook``. ``paths`` holds at most :data:`MAX_PATHS` entries,
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
-from guards import fsutil
+from guards import fsutil, jsontext
 from guards.errors import UnknownStateError
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
@@ -106,7 +105,7 @@ def append(directory: str | os.PathLike[str], entry: dict[str, Any], max_bytes: 
 
     Raises :class:`UnknownStateError` when the log cannot be written."""
     folder = os.fspath(directory)
-    line = json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n"
+    line = jsontext.dumps(entry, ensure_ascii=False) + "\n"
     path = os.path.join(folder, LOG_FILE)
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
@@ -161,7 +160,7 @@ def read(directory: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], int]:
             if not raw.strip():
                 continue
             try:
-                entry = json.loads(raw.decode("utf-8", "surrogateescape"))
+                entry = jsontext.loads(raw.decode("utf-8", "surrogateescape"))
             except ValueError:
                 bad += 1
                 continue

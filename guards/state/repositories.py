@@ -17,12 +17,12 @@ import os
 import sys
 import time
 
+from guards import jsontext
 from guards.values import Value
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from collections.abc import Iterable
-    from types import ModuleType
 
     from guards.fsutil import locked
     from guards.git.repo import Repo
@@ -78,7 +78,7 @@ def known() -> list[KnownRepository]:
     seen: dict[str, KnownRepository] = {}
     for line in raw.splitlines():
         try:
-            entry = _json().loads(line)
+            entry = jsontext.loads(line)
         except ValueError:
             continue
         if not isinstance(entry, dict) or not isinstance(entry.get("git_dir"), str):
@@ -90,12 +90,6 @@ def known() -> list[KnownRepository]:
                 git_dir, float(added) if isinstance(added, (int, float)) else None
             )
     return list(seen.values())
-
-
-def _json() -> ModuleType:
-    import json  # only when the registry changes or is listed: `guards record` runs often
-
-    return json
 
 
 def _listed_verbatim(git_dir: str) -> bool:
@@ -147,7 +141,7 @@ def _append(git_dir: str) -> None:
     with _lock():
         if any(k.git_dir == git_dir for k in known()):
             return
-        line = _json().dumps({"git_dir": git_dir, "added": time.time()}) + "\n"
+        line = jsontext.dumps({"git_dir": git_dir, "added": time.time()}) + "\n"
         fd = os.open(registry_file(), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, line.encode())
@@ -167,7 +161,7 @@ def drop(git_dirs: Iterable[str]) -> bool:
         with _lock():
             kept = [k for k in known() if k.git_dir not in gone]
             text = "".join(
-                _json().dumps({"git_dir": k.git_dir, "added": k.added}) + "\n" for k in kept
+                jsontext.dumps({"git_dir": k.git_dir, "added": k.added}) + "\n" for k in kept
             )
             atomic_write(registry_file(), text.encode(), mode=PRIVATE)
     except Exception:

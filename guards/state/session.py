@@ -8,7 +8,6 @@ as not its own.
 
 from __future__ import annotations
 
-import enum
 import os
 import time
 
@@ -24,7 +23,7 @@ from guards.values import MutableValue, Value
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Final
 
 __all__ = [
     "MAX_ID_LENGTH",
@@ -41,13 +40,16 @@ __all__ = [
 ]
 
 
-class Liveness(str, enum.Enum):
-    LIVE = "live"
-    DEAD = "dead"
-    ENDED = "ended"
+class Liveness:
+    """Whether a session is alive. Plain strings, not an Enum: see
+    :class:`guards.errors.ExitCode`."""
+
+    LIVE: Final = "live"
+    DEAD: Final = "dead"
+    ENDED: Final = "ended"
     #: The record cannot be read (a field of the wrong type, not an object at all):
     #: nothing proves the session alive.
-    UNKNOWN = "unknown"
+    UNKNOWN: Final = "unknown"
 
 
 class Verdict(Value):
@@ -58,7 +60,7 @@ class Verdict(Value):
 
     def __init__(
         self,
-        liveness: Liveness,
+        liveness: str,
         *,
         pid_checked: bool = False,
         pid: int | None = None,
@@ -122,7 +124,7 @@ class Session(MutableValue):
         known = {f: doc[f] for f in cls.FIELDS if f in doc}
         return cls(**known)  # type: ignore[arg-type]
 
-    def liveness(self, ttl: float, now: float | None = None) -> Liveness:
+    def liveness(self, ttl: float, now: float | None = None) -> str:
         return self.verdict(ttl, now).liveness
 
     def verdict(self, ttl: float, now: float | None = None) -> Verdict:
@@ -192,7 +194,7 @@ def near_live(
         other
         for other, record in records.items()
         if one_edit_apart(session_id, other)
-        and judge(other, record, ttl, now).liveness is Liveness.LIVE
+        and judge(other, record, ttl, now).liveness == Liveness.LIVE
     )
 
 

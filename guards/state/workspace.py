@@ -301,8 +301,8 @@ def claimable(
         if rec is not None and rec.get("session") != session_id:
             owner = classify(rec, os.path.join(top, path), session_id, repo.object_format)
             recorder = str(rec.get("session"))
-            live = judge(recorder, data.sessions.get(recorder), ttl).liveness is Liveness.LIVE
-            if owner.ownership is Ownership.FOREIGN or live:
+            live = judge(recorder, data.sessions.get(recorder), ttl).liveness == Liveness.LIVE
+            if owner.ownership == Ownership.FOREIGN or live:
                 others += 1
                 continue
         claimed.append(path)

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import os
 
+from guards import jsontext
 from guards.state.ledger.records import (
-    _SEP,
     RS,
     SCHEMA,
     Attributions,
     LedgerData,
     LedgerFormatError,
     _apply,
-    _json,
     _short,
 )
 
@@ -78,7 +77,7 @@ def _check_schema(doc: object, what: str, file: str) -> int:
 def _parse_header(line: bytes, file: str) -> dict[str, Any] | None:
     """The schema-2 header line, or None when the file is a schema-1 document."""
     try:
-        doc = _json().loads(line)
+        doc = jsontext.loads(line)
     except (ValueError, RecursionError):
         return None  # maybe a schema-1 document over several lines: judged as a whole
     if _check_schema(doc, "", file) == 1:
@@ -155,7 +154,7 @@ def _decode_section(
         data.paths[key] = Attributions(section=chunk, count=count)
         return
     try:
-        doc = _json().loads(chunk)
+        doc = jsontext.loads(chunk)
     except (ValueError, RecursionError) as e:
         raise LedgerFormatError(f"the {kind} section: {_short(e)}", file=file) from e
     if kind == "core":
@@ -176,7 +175,7 @@ def _decode_section(
 
 def _decode_v1(raw: bytes, file: str) -> LedgerData:
     try:
-        doc = _json().loads(raw)
+        doc = jsontext.loads(raw)
     except ValueError as e:
         raise LedgerFormatError(_short(e), file=file) from e
     except RecursionError as e:  # no ValueError: json's answer to very deep nesting
@@ -192,17 +191,17 @@ def _decode_v1(raw: bytes, file: str) -> LedgerData:
 def encode_snapshot(data: LedgerData, generation: int) -> bytes:
     """The snapshot file for ``data`` (everything must have been read: scope None)."""
     core = (
-        _json()
+        jsontext.module()
         .dumps(
             {"sessions": data.sessions, "worktrees": data.worktrees, "extra": data.extra},
-            separators=_SEP,
+            separators=jsontext.COMPACT,
             sort_keys=True,
         )
         .encode()
     )
     chunks: list[tuple[str, str, bytes, int]] = [
         ("core", "", core, len(data.sessions)),
-        ("rescues", "", _json().dumps(data.rescues, separators=_SEP).encode(), len(data.rescues)),
+        ("rescues", "", jsontext.dumps(data.rescues).encode(), len(data.rescues)),
     ]
     for worktree in sorted(data.paths):
         records = data.paths[worktree]
@@ -216,14 +215,9 @@ def encode_snapshot(data: LedgerData, generation: int) -> bytes:
     for kind, key, chunk, count in chunks:
         sections.append([kind, key, offset, len(chunk), _crc(chunk), count])
         offset += len(chunk)
-    header = (
-        _json()
-        .dumps(
-            {"schema": SCHEMA, "generation": generation, "size": offset, "sections": sections},
-            separators=_SEP,
-        )
-        .encode()
-    )
+    header = jsontext.dumps(
+        {"schema": SCHEMA, "generation": generation, "size": offset, "sections": sections}
+    ).encode()
     head: bytes = header
     return head + b"\n" + b"".join(chunk for _, _, chunk, _ in chunks)
 
@@ -252,7 +246,7 @@ def _parse_journal_header(line: bytes, file: str) -> int:
     if not line.endswith(b"\n"):
         raise LedgerFormatError("a journal without its header line", file=file)
     try:
-        doc = _json().loads(line)
+        doc = jsontext.loads(line)
     except (ValueError, RecursionError) as e:
         raise LedgerFormatError(f"the journal header: {_short(e)}", file=file) from e
     if _check_schema(doc, "journal ", file) != SCHEMA:
@@ -282,11 +276,11 @@ def _records(journal: _Journal) -> list[Any]:
         return []
     try:
         # One decode for all of them: much faster than one json.loads per line.
-        records = _json().loads(b"[" + b",".join(complete) + b"]")
+        records = jsontext.loads(b"[" + b",".join(complete) + b"]")
     except (ValueError, RecursionError):
         for s in complete:
             try:
-                _json().loads(s)
+                jsontext.loads(s)
             except (ValueError, RecursionError) as e:
                 raise LedgerFormatError(f"a journal record: {_short(e)}", file=journal.path) from e
         raise LedgerFormatError("a journal record", file=journal.path) from None

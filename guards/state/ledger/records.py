@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from _collections_abc import MutableMapping
 
+from guards import jsontext
 from guards.errors import UnknownStateError
 from guards.values import MutableValue
 
@@ -27,39 +28,6 @@ COMPACT_ENV = "GUARDS_LEDGER_COMPACT_BYTES"
 READ_RETRIES = 30
 
 RS = b"\x1e"
-_SEP = (",", ":")
-
-
-def _json() -> Any:
-    """The json module, imported on first use: ``guards record`` writes and checks its
-    few lines without it (json pulls in ``re`` and ``enum``: start-up time)."""
-    import json
-
-    return json
-
-
-def _encode(value: object) -> str:
-    """JSON text of a record, by hand for the types records hold (json's own encoder
-    for anything else, and for strings that need escaping)."""
-    t = type(value)
-    if t is str:
-        text: str = value  # type: ignore[assignment]
-        if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
-            return '"' + text + '"'
-    elif value is None:
-        return "null"
-    elif value is True:
-        return "true"
-    elif value is False:
-        return "false"
-    elif t is int:
-        return str(value)
-    elif t is float and -1e300 < value < 1e300:  # type: ignore[operator]
-        return repr(value)
-    elif t is list:
-        return "[" + ",".join(_encode(v) for v in value) + "]"  # type: ignore[attr-defined]
-    encoded: str = _json().dumps(value, separators=_SEP)
-    return encoded
 
 
 class LedgerUnreadableError(UnknownStateError):
@@ -308,10 +276,9 @@ class Attributions(MutableMapping):  # type: ignore[type-arg]
         path, ``}`` (JSON as a whole; sorted lines for the bisection)."""
         if self._raw is None and not self._overlay and self._section is not None:
             return self._section
-        dumps = _json().dumps
+        dumps = jsontext.dumps
         lines = sorted(
-            dumps(path) + ":" + dumps(pack(value), separators=_SEP)
-            for path, value in self._items().items()
+            dumps(path) + ":" + dumps(pack(value)) for path, value in self._items().items()
         )
         return ("{\n" + ",\n".join(lines) + "\n}").encode()
 
@@ -321,7 +288,7 @@ def _lookup(section: bytes, path: str) -> Any:
     None when it has none."""
     if not section.startswith(b"{\n") or not section.endswith(b"\n}"):
         return _decode_paths(section).get(path) if section else None
-    target = _encode(path).encode() + b":"
+    target = jsontext.dumps(path).encode() + b":"
     lo, end = 2, len(section) - 2
     hi = end
     while lo < hi:
@@ -338,14 +305,14 @@ def _lookup(section: bytes, path: str) -> Any:
     stop = section.find(b"\n", lo, end)
     line = section[lo : end if stop < 0 else stop]
     try:
-        return _json().loads(line[len(target) :].rstrip(b","))
+        return jsontext.loads(line[len(target) :].rstrip(b","))
     except ValueError:
         return {"damaged": line.decode("ascii", "replace")}
 
 
 def _decode_paths(section: bytes | str) -> dict[str, Any]:
     try:
-        doc = _json().loads(section)
+        doc = jsontext.loads(section)
     except (ValueError, RecursionError) as e:
         raise LedgerFormatError(f"a paths section: {_short(e)}") from e
     if not isinstance(doc, dict):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 
-from guards import fsutil
+from guards import fsutil, jsontext
 from guards.errors import UnknownStateError
 from guards.state.ledger.files import (
     _apply_journal,
@@ -31,7 +31,6 @@ from guards.state.ledger.records import (
     LedgerData,
     LedgerFormatError,
     LedgerUnreadableError,
-    _encode,
     _Moved,
 )
 
@@ -239,7 +238,7 @@ class Ledger:
         """
         if not records:
             return
-        payload = "".join("\x1e" + _encode(r) + "\n" for r in records).encode()
+        payload = "".join("\x1e" + jsontext.dumps(r) + "\n" for r in records).encode()
         try:
             migrate = self._check_snapshot_header()
             if migrate:
