@@ -43,8 +43,6 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int | None 
     ``KEEP_MODE`` (None): an existing file's bits, and for a new file what ``open``
     gives (0o666 less the umask) — for files that belong to git or to the user.
     """
-    import contextlib
-
     target = os.fspath(path)
     directory = os.path.dirname(target) or "."
     tmp = os.path.join(
@@ -52,8 +50,10 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int | None 
         f".{os.path.basename(target)}.guards-tmp-{os.getpid()}-{os.urandom(4).hex()}",
     )
     if mode is KEEP_MODE:
-        with contextlib.suppress(FileNotFoundError):
+        try:
             mode = os.stat(target).st_mode & 0o7777
+        except FileNotFoundError:
+            pass  # a new file: what open gives
     created = False
     try:
         # O_EXCL: never write through a file or symlink someone planted at the temporary name.
@@ -71,13 +71,21 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int | None 
         os.replace(tmp, target)
     except BaseException as e:
         if created:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+            remove(tmp)
         if isinstance(e, OSError) and e.filename == tmp:
             # Name the file the caller asked for, not a temporary one that is gone.
             e.filename, e.filename2 = target, None
         raise
     fsync_directory(directory)
+
+
+def remove(path: str | os.PathLike[str]) -> None:
+    """Unlink ``path`` if it can be (gone already, or not ours to remove: never an error).
+    Not ``contextlib.suppress``: contextlib costs the hooks' start-up (collections)."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def fsync_directory(directory: str | os.PathLike[str]) -> None:

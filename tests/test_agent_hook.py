@@ -736,6 +736,8 @@ HOOK_NEVER_IMPORTS = (
     "json",
     "re",
     "enum",
+    # collections and functools, by way of contextlib: guards.fsutil.remove instead
+    "contextlib",
 )
 
 
@@ -783,14 +785,11 @@ def _assert_lean_hook(repo: Path, event: dict[str, Any]) -> None:
     from tests.helpers import PROJECT_ROOT
 
     payload = {"session_id": "s1", "cwd": str(repo), "tool_use_id": "toolu_1", **event}
-    code = (
-        "import runpy, sys\n"
+    code = (  # as the installed command starts it (installation.python_launch)
+        "import sys\n"
         f"sys.path.insert(0, {str(PROJECT_ROOT)!r})\n"
-        "sys.argv = ['agent_hook', 'claude']\n"
-        "try:\n"
-        "    runpy.run_module('guards.commands.agent_hook', run_name='__main__')\n"
-        "except SystemExit as e:\n"
-        "    status = e.code\n"
+        "from guards.commands.agent_hook import fast_main\n"
+        "status = fast_main(['claude'])\n"
         f"print([m for m in {HOOK_NEVER_IMPORTS!r} if m in sys.modules], status, file=sys.stderr)\n"
     )
     res = subprocess.run(

@@ -386,7 +386,10 @@ def test_the_summary_names_three_commits_then_counts_the_rest() -> None:
 def test_nothing_at_risk_imports_only_what_it_needs(repo: Path) -> None:
     # The guarded git's common case (a clean tree) must stay cheap to start: these
     # modules cost milliseconds each (see guards.values and benchmarks/README.md).
-    heavy = ("argparse", "dataclasses", "enum", "json", "pathlib", "re", "subprocess", "typing")
+    heavy = (
+        "argparse", "contextlib", "dataclasses", "enum", "json", "pathlib", "re", "subprocess",
+        "typing",
+    )  # fmt: skip
     code = (
         "import sys\n"
         f"sys.path.insert(0, {str(PROJECT_ROOT)!r})\n"

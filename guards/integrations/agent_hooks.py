@@ -427,10 +427,9 @@ def _post_shell(harness: str, event: dict[str, Any]) -> int:
             marker = jsontext.loads(f.read())
     except (OSError, ValueError):
         return 0  # no start recorded (or the hook was installed mid-command)
-    import contextlib
+    from guards import fsutil
 
-    with contextlib.suppress(OSError):
-        os.unlink(path)
+    fsutil.remove(path)
     _sweep(os.path.dirname(path))
     receipts = marker.get("receipts") if isinstance(marker, dict) else None
     if isinstance(receipts, list) and receipts:

@@ -61,10 +61,9 @@ def guard_command(
         return _guard_command(cmd, report=report, via=via, line=line, plan=plan)
     except BaseException:
         if announced is not None:
-            import contextlib
+            from guards import fsutil
 
-            with contextlib.suppress(OSError):
-                os.unlink(announced)  # git will not run: writers need not wait
+            fsutil.remove(announced)  # git will not run: writers need not wait
         raise
 
 

@@ -24,7 +24,6 @@ the receipts of a command whose end never came are swept after a day.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import time
@@ -82,16 +81,25 @@ def discard(files: list[str]) -> None:
         folder = os.path.dirname(name)
         if os.path.basename(folder) != RECEIPTS_DIR or not name.endswith(".json"):
             continue  # not a receipt: never delete anything else
-        with contextlib.suppress(OSError):
-            os.unlink(name)
+        fsutil.remove(name)
         folders.add(folder)
     limit = time.time() - MAX_AGE
     for folder in folders:
-        with contextlib.suppress(OSError), os.scandir(folder) as entries:
-            for entry in entries:
-                with contextlib.suppress(OSError):
-                    if entry.stat().st_mtime < limit:
-                        os.unlink(entry.path)
+        try:
+            with os.scandir(folder) as entries:
+                old = [e.path for e in entries if _modified(e) < limit]
+        except OSError:
+            continue
+        for path in old:
+            fsutil.remove(path)
+
+
+def _modified(entry: os.DirEntry[str]) -> float:
+    """When an entry changed last; never for one gone meanwhile (nothing to sweep)."""
+    try:
+        return entry.stat().st_mtime
+    except OSError:
+        return float("inf")
 
 
 def _receipts(ws: Workspace) -> list[dict[str, object]]:

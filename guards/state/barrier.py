@@ -27,9 +27,10 @@ that the second look before git (guards.protect.guard) narrows too.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
+
+from guards import fsutil
 
 BARRIER_DIR = "barrier"
 
@@ -161,8 +162,7 @@ def live_destroyers(ledger_dir: str, worktree: str) -> list[str]:
         if not isinstance(pid, int) or isinstance(pid, bool):
             continue
         if pid != me and (_start_time(pid) != doc.get("start") or _zombie(pid)):
-            with contextlib.suppress(OSError):
-                os.unlink(path)  # dead (or its pid reused): released
+            fsutil.remove(path)  # dead (or its pid reused): released
             continue
         if pid != me and doc.get("worktree") == worktree:
             found.append(f"pid {pid}: {doc.get('label')}")
@@ -200,8 +200,7 @@ def announce_write(ledger_dir: str, worktree: str, session: str, key: str) -> st
 
 
 def withdraw_write(ledger_dir: str, session: str, key: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(os.path.join(_folder(ledger_dir), _write_name(session, key)))
+    fsutil.remove(os.path.join(_folder(ledger_dir), _write_name(session, key)))
 
 
 def withdraw_writes_of(ledger_dir: str, session: str) -> None:
@@ -210,8 +209,7 @@ def withdraw_writes_of(ledger_dir: str, session: str) -> None:
     session's name may begin another's)."""
     for path, doc in _entries(ledger_dir, "write."):
         if doc.get("session") == session:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+            fsutil.remove(path)
 
 
 def pending_writes(ledger_dir: str, worktree: str) -> list[str]:
@@ -222,8 +220,7 @@ def pending_writes(ledger_dir: str, worktree: str) -> list[str]:
     for path, doc in _entries(ledger_dir, "write."):
         when = doc.get("time")
         if not isinstance(when, (int, float)) or now - when > WRITE_TTL:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+            fsutil.remove(path)
             continue
         if doc.get("worktree") == worktree:
             found.append(str(doc.get("session")))
