@@ -748,6 +748,11 @@ HOOK_NEVER_IMPORTS = (
         {
             "hook_event_name": "PreToolUse",
             "tool_name": "Bash",
+            "tool_input": {"command": "npm test | tee test.log && rm -rf /nonexistent-dir/x"},
+        },
+        {
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
             "tool_input": {"command": "git reset --hard"},  # nothing at risk
         },
         {"hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": {"file_path": "n"}},
@@ -759,7 +764,14 @@ HOOK_NEVER_IMPORTS = (
         },
         {"hook_event_name": "UserPromptSubmit", "prompt": "go"},
     ],
-    ids=["line-without-git", "reset-nothing-at-risk", "write-new-file", "write-recorded", "prompt"],
+    ids=[
+        "line-without-git",
+        "destroyers-without-git",
+        "reset-nothing-at-risk",
+        "write-new-file",
+        "write-recorded",
+        "prompt",
+    ],
 )
 def test_a_hook_event_imports_only_what_it_needs(repo: Path, event: dict[str, Any]) -> None:
     """Each runs on every tool call or prompt of an agent: start-up is its cost."""

@@ -81,12 +81,12 @@ def glob_pattern(word: Word, value: str | None) -> str | None:
     """The word as a glob pattern when bash would expand it (an unquoted ``*``, ``?`` or
     ``[``), its quoted parts escaped; None when it is no pattern. A variable's value is
     taken as written (its own glob characters are then unknown: see :func:`expand`)."""
-    import glob
-
     if value is None or not any(
         p.kind == "lit" and not p.quoted and _GLOB & set(p.text) for p in word.parts
     ):
-        return None
+        return None  # the everyday word: glob (re, fnmatch, contextlib) stays unimported
+    import glob
+
     out = []
     for part in word.parts:
         if part.kind == "lit" and not part.quoted:
