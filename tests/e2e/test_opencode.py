@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -50,7 +51,7 @@ from tests.e2e.scenario import (
     show,
     write_work,
 )
-from tests.helpers import git, make_repo, run_guards
+from tests.helpers import disposable_python, git, make_repo, path_without_guards, run_guards
 
 Model = Callable[..., ModelServer]
 FRAME = "[Workspace:"
@@ -130,6 +131,29 @@ def test_with_policy_block_the_plugin_refuses_and_the_model_reads_why(
     news = json.dumps(result)
     assert "policy is block" in news and ALICE in news
     assert "refused `git reset --hard`" in news
+
+
+def test_with_guards_gone_the_plugin_refuses_and_the_model_reads_why(
+    opencode: Cli, model: Model, tmp_path: Path
+) -> None:
+    """The plugin's fail-closed path, with the real opencode: the interpreter the plugin
+    recorded is gone and no guards is on PATH. The hook's script says so and exits 2,
+    the plugin throws, and the destructive command never runs."""
+    repo = make_repo(tmp_path / "gone", FILES)
+    python = disposable_python(tmp_path / "venv")
+    install = [str(python), "-m", "guards", "install", "--opencode", "--no-aliases"]
+    done = subprocess.run(install, cwd=repo, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "guards' plugin")
+    write_work(repo, ALICE_WORK)
+    python.unlink()
+    server = model([[shell("git reset --hard")], say("done")], flavour=OPENCODE)
+    opencode_run(opencode, repo, server, env={"PATH": path_without_guards()})
+    assert (repo / "src/app.py").read_text() == ALICE_WORK["src/app.py"]
+    result = tool_result(server, 1)
+    assert result.get("is_error") is True
+    assert "the opencode hook cannot run: guards is not installed any more" in json.dumps(result)
 
 
 def test_write_edit_and_shell_commands_are_attributed_to_the_session(
