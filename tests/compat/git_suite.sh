@@ -113,7 +113,10 @@ run_one() {
   s=$1
   [ -f "$s.sh" ] || { echo "$s: not in this git version"; return 0; }
   out="$outdir/$s.out"
-  if env "${quiet[@]}" GIT_TEST_INSTALLED="$installed" sh "./$s.sh" --root="$outdir/trash" \
+  # guards keeps its registry and log under the XDG directories, in $HOME by default; git's
+  # scripts make HOME the trash repository itself, where they would show as untracked.
+  if env "${quiet[@]}" XDG_DATA_HOME="$outdir/xdg/data" XDG_STATE_HOME="$outdir/xdg/state" \
+      GIT_TEST_INSTALLED="$installed" sh "./$s.sh" --root="$outdir/trash" \
       >"$out" 2>&1 </dev/null; then
     rc=0
   else
