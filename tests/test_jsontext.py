@@ -67,6 +67,11 @@ def test_values_json_spells_its_own_way_go_to_json(value: object) -> None:
     _same_as_json(jsontext.dumps, lambda v: json.dumps(v, separators=(",", ":")), value)
 
 
+@pytest.mark.parametrize("text", ["NaN", "[Infinity, -Infinity]", "1e400", "-0", "1.0e-400"])
+def test_numbers_json_reads_its_own_way_are_read_the_same(text: str) -> None:
+    assert repr(jsontext.loads(text)) == repr(json.loads(text))
+
+
 def test_a_circular_value_is_json_s_error() -> None:
     loop: list[object] = []
     loop.append(loop)
