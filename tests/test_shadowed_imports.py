@@ -126,3 +126,25 @@ def test_the_pre_commit_hook_still_checks_in_a_project_whose_modules_shadow_the_
     assert "not installed" not in res.stderr
     assert res.returncode != 0  # the foreign-commit check ran and refused
     assert "README" in res.stderr
+
+
+def test_a_guards_that_cannot_start_says_so_in_one_line_and_exits_as_asked(
+    tmp_path: Path,
+) -> None:
+    import shlex
+    import sys
+
+    from guards.integrations.installation import python_launch
+
+    launch = python_launch("no_such_module:main", 'the "x" hook \\ here', 7)
+    res = subprocess.run(
+        [sys.executable, *shlex.split(launch), "arg"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert res.returncode == 7
+    assert res.stderr == (
+        'the "x" hook \\ here: guards cannot run (ModuleNotFoundError: No module named '
+        "'no_such_module')\n"
+    )
+    quiet = python_launch("no_such_module:main", "", 1)
+    res = subprocess.run([sys.executable, *shlex.split(quiet)], capture_output=True, text=True)
+    assert (res.returncode, res.stderr) == (1, "")

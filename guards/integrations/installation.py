@@ -102,6 +102,7 @@ def python_launch(call: str, refusal: str, status: int, *, shim: bool = False) -
         else ""
     )
     hint = "; to run git without guards: GUARDS_DISABLE=1 git ..." if shim else ""
+    refusal = refusal.replace("\\", "\\\\").replace('"', '\\"')  # in a "..." literal
     say = (
         '    why = "%s: %s" % (type(e).__name__, e)\n'
         f'    sys.stderr.write("{refusal}: guards cannot run (%s){hint}\\n" % why)\n'
