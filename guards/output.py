@@ -38,7 +38,9 @@ class Held:
     """Within it, guards' lines for stderr wait, and are written when it ends (also on
     the way out of an error). The guard holds its notices until its last look: stderr
     may be a file in the command's reach (``git clean -f 2>errs``), and a notice written
-    into it meanwhile would change it under the next look, again and again."""
+    into it meanwhile would change it under the next look, again and again. A line held
+    twice is written once: a path the next look judges again is told about again (a FIFO
+    left out of the rescue)."""
 
     __slots__ = ("_outer",)
 
@@ -54,7 +56,7 @@ class Held:
         if self._outer or _held is None:
             return
         lines, _held = _held, None
-        for line in lines:
+        for line in dict.fromkeys(lines):
             _stderr(line)
 
 

@@ -44,3 +44,16 @@ def test_a_listing_names_a_few_then_counts_the_rest() -> None:
     assert output.listing(["a", "b", "c"], 3) == "a, b, c"
     assert output.listing(["a", "b", "c", "d", "e"], 3) == "a, b, c and 2 more"
     assert output.listing(("x", "y"), 1) == "x and 1 more"
+
+
+def test_held_lines_are_written_when_it_ends_each_once_in_order(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from guards import output
+
+    with output.Held():
+        output.warn("first")
+        output.warn("second")
+        output.warn("first")
+        assert capsys.readouterr().err == ""  # nothing yet: the last look is not over
+    assert capsys.readouterr().err == "guards: warning: first\nguards: warning: second\n"

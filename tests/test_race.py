@@ -278,3 +278,36 @@ def test_a_turns_end_takes_back_only_its_own_sessions_write_announcements(tmp_pa
     barrier.withdraw_writes_of(ledger, "droid-a")
 
     assert barrier.pending_writes(ledger, str(tmp_path)) == ["droid-a.b"]
+
+
+def test_a_fifo_the_second_look_judges_again_is_reported_once(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The second look judges again what changed since the first, and a FIFO left out of
+    the rescue was reported each time it was judged (CI saw it twice: a warm start looked
+    within the racy window of the FIFO's creation)."""
+    import time
+
+    fifo = repo / "b.txt"
+    fifo.unlink()
+    os.mkfifo(fifo)
+    (repo / "a.txt").write_text("alice\n")
+    record(repo, "alice", "a.txt")
+    real = snapshot.Capture.take.__func__  # type: ignore[attr-defined]
+    done: list[bool] = []
+
+    def take(cls: type[snapshot.Capture], *args: object, **kw: object) -> snapshot.Capture:
+        cap = real(cls, *args, **kw)
+        if not done:
+            done.append(True)
+            os.utime(fifo)  # changed since the first look: judged again
+            time.sleep(0.05)  # and no longer racy when the second look signs it
+        return cap  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(snapshot.Capture, "take", classmethod(take))
+    monkeypatch.setenv("GUARDS_SESSION", "bob")
+    guard_command(cmdline.parse(["reset", "--hard"], dict(os.environ), str(repo)), report=True)
+    err = capsys.readouterr().err
+    assert done
+    assert err.count("no content to keep: b.txt (a FIFO)") == 1, err
+    assert err.count("guards: rescued 1 path of session alice") == 1, err
