@@ -19,6 +19,7 @@ entry) when some destructive command ``D`` of another writer ``X`` ran entirely 
   ended (``c`` was the content for the whole of ``D``);
 - no command of ``Y`` itself started in between (``Y`` may destroy its own recorded work,
   as asked), and no other writer recorded ``p`` meanwhile (that would make ``c`` theirs);
+- ``D`` ran (a command guards refused, "nothing was run", destroyed and rescued nothing);
 - no destructive command was already running when ``c`` was written. Versions written
   while one was running are reported apart: through the hooks, the barrier makes them
   land in its snapshot or after git, so none may be lost (asserted); an uncooperative
@@ -41,6 +42,7 @@ from pathlib import Path
 
 import pytest
 
+from guards.errors import ExitCode
 from guards.state.ledger import Ledger
 from tests.guarded import install_shim
 from tests.helpers import git, make_repo
@@ -218,6 +220,14 @@ def can_destroy(d: Destroy, path: str) -> bool:
     return not untracked  # reset --hard, checkout -- ., restore .
 
 
+def ran(d: Destroy) -> bool:
+    """Did git run at all? A command guards refused (exit 20, "nothing was run": a rescue
+    that could not be verified, say) left the checkout as it was, so it put nothing at
+    risk and rescued nothing: a version it saw can still be overwritten afterwards by
+    its own writer, as asked."""
+    return not (d.rc == ExitCode.REFUSED and "nothing was run" in d.err)
+
+
 def at_risk_versions(logs: Logs) -> Verdict:
     """The (version, command) pairs the invariant covers; see the module docs."""
     verdict = Verdict()
@@ -232,6 +242,8 @@ def at_risk_versions(logs: Logs) -> Verdict:
         for d in logs.destroys:
             if d.writer == v.writer or d.start < v.recorded or d.end > valid_until:
                 continue
+            if not ran(d):
+                continue
             if not can_destroy(d, v.path):
                 continue
             own = any(
@@ -244,7 +256,8 @@ def at_risk_versions(logs: Logs) -> Verdict:
             if own or claimed:
                 continue
             if any(
-                z.start <= v.write_start < z.end and can_destroy(z, v.path) for z in logs.destroys
+                z.start <= v.write_start < z.end and can_destroy(z, v.path) and ran(z)
+                for z in logs.destroys
             ):
                 verdict.raced.append(v)
             else:
@@ -432,3 +445,21 @@ def test_eight_writers_racing_destructive_commands_lose_no_version_at_risk(
 @pytest.mark.slow
 def test_eight_writers_racing_for_a_minute_lose_no_version_at_risk(tmp_path: Path) -> None:
     assert race(tmp_path, 60), "the race never raced: no version was at risk"
+
+
+def test_a_refused_command_puts_nothing_at_risk_and_a_command_that_ran_does() -> None:
+    # The timeline of a race that failed in a full suite run (seed 727560197): w0 wrote
+    # and recorded w0-4, w1's `stash -u` was refused (a rescue it could not verify: nothing
+    # ran), then w0 overwrote its own w0-4. Nothing lost it but its own writer, so the
+    # judge must not hold the refused stash to it; had the stash run, it must.
+    version = Version("w0", "own/w0-t2.txt", "w0-4\n", write_start=0.0, recorded=0.2)
+    overwrite = Version("w0", "own/w0-t2.txt", "w0-9\n", write_start=3.0, recorded=3.2)
+    refusal = "guards: rescue could not be verified: ...; retry; nothing was run (override: …)"
+    refused = Destroy("w1", ["stash", "-u"], "shim", 1.7, 2.7, ExitCode.REFUSED, refusal)
+    ran_through = Destroy("w1", ["stash", "-u"], "shim", 1.7, 2.7, 0, "guards: rescued 1 path")
+
+    def judge(destroy: Destroy) -> Verdict:
+        return at_risk_versions(Logs(versions=[version, overwrite], destroys=[destroy]))
+
+    assert judge(refused).checked == []
+    assert judge(ran_through).checked == [(version, ran_through)]
