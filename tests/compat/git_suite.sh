@@ -101,11 +101,17 @@ mkdir -p "$outdir"
 if [ "$mode" != plain ]; then
   installed="$outdir/shim"
   # The shim must run this checkout's guards, not whichever one the interpreter has
-  # installed: a venv whose path puts the checkout before the interpreter's packages
-  # (the shim starts Python with -E, so PYTHONPATH cannot do it).
+  # installed: a venv whose path puts the checkout first, then the packages of the
+  # python3 running this script (where guards' dependencies are: the README's venv, say),
+  # then the interpreter's own (the shim starts Python with -E, so PYTHONPATH cannot do it).
+  deps=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   python3 -m venv --system-site-packages --without-pip "$outdir/venv"
   "$outdir/venv/bin/python" -c 'import sys, sysconfig
-open(sysconfig.get_paths()["purelib"] + "/guards-checkout.pth", "w").write(sys.argv[1] + "\n")' "$repo"
+open(sysconfig.get_paths()["purelib"] + "/guards-checkout.pth", "w").write("\n".join(sys.argv[1:]) + "\n")' "$repo" "$deps"
+  if ! "$outdir/venv/bin/python" -c 'import filelock, platformdirs' 2>/dev/null; then
+    echo "guards' dependencies (filelock, platformdirs) are not installed for python3: run this in the venv the README's test command makes" >&2
+    exit 2
+  fi
   "$outdir/venv/bin/python" -m guards install --no-aliases --shim "$installed" >/dev/null
 fi
 
