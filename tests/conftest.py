@@ -58,6 +58,8 @@ _UNSEALED = {
     "QWEN_HOME",
     "QWEN_CODE_TRUSTED_FOLDERS_PATH",
     "QWEN_CODE_SYSTEM_SETTINGS_PATH",
+    "COPILOT_HOME",
+    "COPILOT_ALLOW_ALL",
     *(name for _harness, name in HARNESS_SESSION_ENV),
 }
 

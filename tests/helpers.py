@@ -59,6 +59,16 @@ def run_agent_hook(
     return text_of(warm.run(args, cwd, full_env, body, 60, module=AGENT_HOOK))
 
 
+def doctor_findings(repo: Path, **env: str) -> dict[str, list[dict[str, object]]]:
+    """``guards doctor --json`` in ``repo``: its findings by check."""
+    res = run_guards("doctor", "--json", cwd=repo, env=env or None)
+    assert res.returncode in (0, 1), res.stderr
+    found: dict[str, list[dict[str, object]]] = {}
+    for f in json.loads(res.stdout)["findings"]:
+        found.setdefault(str(f["check"]), []).append(f)
+    return found
+
+
 AGENT_HOOK = "guards.commands.agent_hook"
 
 

@@ -24,6 +24,9 @@ from tests.helpers import (
     run_agent_hook,
     run_guards,
 )
+from tests.helpers import (
+    doctor_findings as doctor,
+)
 
 ALICE = "alice"
 SID = "ses_dcafcaf90ffezGqh5sp0wzzYtp"
@@ -196,15 +199,6 @@ def test_the_user_plugin_lives_in_the_config_dir(repo: Path, hermetic_seal: Path
     [written] = [line.split()[-1] for line in res.stdout.splitlines() if "plugin" in line]
     assert written.endswith("/opencode/plugins/guards.js") and Path(written).is_file()
     assert not (repo / PLUGIN).exists()
-
-
-def doctor(repo: Path) -> dict[str, list[dict[str, object]]]:
-    res = run_guards("doctor", "--json", cwd=repo)
-    assert res.returncode in (0, 1), res.stderr
-    found: dict[str, list[dict[str, object]]] = {}
-    for f in json.loads(res.stdout)["findings"]:
-        found.setdefault(str(f["check"]), []).append(f)
-    return found
 
 
 def test_doctor_reports_a_missing_plugin_and_one_whose_guards_is_gone(

@@ -19,6 +19,8 @@ from guards.integrations.plan import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from guards.git.repo import Repo
 
 HELP = "set up the safe-* git aliases, the git shim and native hooks (--dry-run shows the plan)"
@@ -111,12 +113,16 @@ def _codex_trust_steps(args: argparse.Namespace, repo: Repo | None) -> list[Step
 
 
 def run(args: argparse.Namespace) -> int:
+    from guards.integrations import harness_settings
+
     steps = plan(args)
     execute(steps, args.dry_run)
     if "claude" in harnesses(args) and not args.dry_run:
         _report_personal_settings(args)
     if "gemini" in harnesses(args):
-        _report_gemini_trust()
+        _report_folder_trust(harness_settings.gemini_trust_problem)
+    if "copilot" in harnesses(args):
+        _report_folder_trust(harness_settings.copilot_trust_problem)
     if "qwen" in harnesses(args):
         _report_qwen_trust(args)
     if "codex" in harnesses(args) and not args.dry_run and not args.trust:
@@ -126,15 +132,16 @@ def run(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _report_gemini_trust() -> None:
-    """Gemini CLI runs no hooks in an untrusted folder: never leave them silently inert."""
-    from guards.integrations.harness_settings import gemini_trust_problem
+def _report_folder_trust(problem_of: Callable[[Path], str | None]) -> None:
+    """Gemini CLI runs no hooks in a folder it does not trust, GitHub Copilot CLI loads no
+    repository hooks there (and headless still runs shell commands): never leave them
+    silently inert."""
     from guards.output import warn
 
     repo = repo_or_none()
     if repo is None or repo.toplevel is None:
         return
-    problem = gemini_trust_problem(Path(repo.toplevel))
+    problem = problem_of(Path(repo.toplevel))
     if problem is not None:
         warn(problem)
 

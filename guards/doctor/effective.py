@@ -140,8 +140,8 @@ def _harness_findings(ctx: Context) -> list[Finding]:
                 findings.append(f)
             if harness == "codex":
                 findings += _codex_trust_findings(ctx, doc, path, project, fix)
-            if harness == "qwen" and project is not None and path.is_relative_to(project):
-                findings += _qwen_trust_findings(project)
+            if project is not None and path.is_relative_to(project):
+                findings += _folder_trust_findings(harness, project)
     return findings
 
 
@@ -178,25 +178,30 @@ def _opencode_findings(project: Path | None) -> list[Finding]:
     return findings
 
 
-def _qwen_trust_findings(project: Path) -> list[Finding]:
-    """With its folder trust on, Qwen Code ignores an untrusted project's settings (our
-    hooks in them included) without a word: an error with its fix, never "ok"."""
-    from guards.integrations.harness_settings import qwen_trust_problem
+def _folder_trust_findings(harness: str, project: Path) -> list[Finding]:
+    """Gemini CLI, Qwen Code (with its folder trust on) and GitHub Copilot CLI ignore a
+    project's hooks, ours included, in a folder they do not trust, without a word (Copilot
+    headless still runs the model's shell commands there): an error with its fix, never
+    "ok". (Hooks in the user's settings: the harness asks about trust when it starts.)"""
+    from guards.integrations import harness_settings
 
-    problem = qwen_trust_problem(project)
+    problem_of = {
+        "gemini": harness_settings.gemini_trust_problem,
+        "qwen": harness_settings.qwen_trust_problem,
+        "copilot": harness_settings.copilot_trust_problem,
+    }.get(harness)
+    problem = None if problem_of is None else problem_of(project)
     if problem is None:
         return []
+    return [_trust_finding(f"{harness}-untrusted", problem, project)]
+
+
+def _trust_finding(check: str, problem: str, project: Path) -> Finding:
+    """A harness's "<why>. Trust it: <step>" as a problem finding."""
     message, _, step = problem.partition(". Trust it: ")
-    return [
-        Finding(
-            Level.PROBLEM,
-            "setup",
-            "qwen-untrusted",
-            message,
-            f"trust it: {step}",
-            {"project": str(project)},
-        )
-    ]
+    return Finding(
+        Level.PROBLEM, "setup", check, message, f"trust it: {step}", {"project": str(project)}
+    )
 
 
 def _codex_trust_findings(

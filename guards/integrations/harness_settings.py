@@ -665,3 +665,83 @@ def qwen_trust_problem(project: Path) -> str | None:
         f'"{project}": "TRUST_FOLDER" to {qwen_trusted_folders_path()} (or answer the trust '
         "prompt of an interactive `qwen` there), or install with --user"
     )
+
+
+# -- GitHub Copilot CLI's folder trust ------------------------------------------------------
+
+#: Copilot CLI 1.0.102, observed: in a folder it does not trust it loads no repository
+#: hooks and, headless with ``--allow-all``, still runs every shell command: a
+#: ``git reset --hard`` there destroys other writers' work without a word. Trust is
+#: ``trustedFolders`` in ``$COPILOT_HOME/config.json`` (``~/.copilot``; not under
+#: ``$XDG_CONFIG_HOME``, whatever its documentation says); a folder trusts everything
+#: below it. Copilot still reads the documented ``trusted_folders`` (and rewrites it as
+#: ``trustedFolders``), and ignores both in ``settings.json``.
+COPILOT_TRUST_KEYS = ("trustedFolders", "trusted_folders")
+
+
+def copilot_dir() -> Path:
+    """``$COPILOT_HOME`` (the folder itself), else ``~/.copilot``."""
+    home = os.environ.get("COPILOT_HOME")
+    return Path(os.path.expanduser(home)).absolute() if home else Path.home() / ".copilot"
+
+
+def copilot_config_path() -> Path:
+    return copilot_dir() / "config.json"
+
+
+def _copilot_config(path: Path) -> dict[str, Any]:
+    """Copilot's config.json: JSON after the ``//`` comment lines Copilot writes above it
+    ("This file is managed automatically"); {} when there is none."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror}") from e
+    body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
+    if not body.strip():
+        return {}
+    try:
+        doc = json.loads(body)
+    except ValueError as e:
+        raise UsageError(f"{path} is not valid JSON ({e})") from e
+    if not isinstance(doc, dict):
+        raise UsageError(f"{path} does not hold a JSON object")
+    return doc
+
+
+def copilot_trusts(project: Path) -> bool:
+    """Whether a folder of Copilot's ``trustedFolders`` holds ``project`` (or
+    ``COPILOT_ALLOW_ALL=true``, which trusts every folder, is set here)."""
+    if os.environ.get("COPILOT_ALLOW_ALL") == "true":
+        return True
+    target = os.path.realpath(project)
+    for key in COPILOT_TRUST_KEYS:
+        folders = _copilot_config(copilot_config_path()).get(key)
+        for folder in folders if isinstance(folders, list) else ():
+            if not isinstance(folder, str) or not folder:
+                continue
+            base = os.path.realpath(os.path.expanduser(folder))
+            if target == base or target.startswith(base.rstrip(os.sep) + os.sep):
+                return True
+    return False
+
+
+def copilot_trust_problem(project: Path) -> str | None:
+    """What stops GitHub Copilot CLI from running our hooks in ``project``, with the one
+    step that fixes it; None when it trusts the folder. A config.json guards cannot read
+    is a problem too: it cannot tell that the hooks will run."""
+    config = copilot_config_path()
+    try:
+        if copilot_trusts(project):
+            return None
+        why = f"GitHub Copilot CLI does not trust {project}"
+    except UsageError as e:
+        why = f"cannot tell whether GitHub Copilot CLI trusts {project} ({e})"
+    return (
+        f"{why}: there it loads no repository hooks, guards' included, and still runs the "
+        "model's shell commands (a `git reset --hard` destroys other writers' work without "
+        f'a word). Trust it: add "{project}" to "trustedFolders" in {config} (or answer '
+        'the trust prompt of an interactive `copilot` there with "this and future '
+        'sessions"; headless runs can set COPILOT_ALLOW_ALL=true)'
+    )

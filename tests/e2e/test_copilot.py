@@ -38,7 +38,7 @@ from tests.e2e.scenario import (
     show,
     write_work,
 )
-from tests.helpers import run_guards
+from tests.helpers import doctor_findings, run_guards
 
 Model = Callable[..., ModelServer]
 #: What Copilot puts before a preToolUse hook's additionalContext.
@@ -56,9 +56,11 @@ def copilot_run(
     server: ModelServer,
     env: dict[str, str] | None = None,
     shim: Path | None = None,
+    trust_all: bool = True,
 ) -> Run:
     """One headless prompt; with ``shim``, `guards install --shim DIR` first and DIR
-    first on the CLI's PATH."""
+    first on the CLI's PATH; ``trust_all`` False: without ``COPILOT_ALLOW_ALL``, so that
+    only Copilot's own folder trust says whether it loads the repository's hooks."""
     assert copilot.path is not None
     if shim is not None:
         res = run_guards("install", "--shim", str(shim), "--no-aliases", cwd=repo)
@@ -69,7 +71,7 @@ def copilot_run(
             "COPILOT_PROVIDER_BASE_URL": server.url,
             "COPILOT_PROVIDER_API_KEY": "x",
             "COPILOT_MODEL": "claude-sonnet-4.5",
-            "COPILOT_ALLOW_ALL": "true",
+            **({"COPILOT_ALLOW_ALL": "true"} if trust_all else {}),
             **(env or {}),
         },
         path_first=[*([shim] if shim is not None else []), *copilot.path_first],
@@ -159,3 +161,33 @@ def test_hook_and_shim_rescue_the_same_work_once(
     assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
     assert news.count(RESCUED) == 1
     assert not any((repo / ".git/guards/receipts").iterdir())
+
+
+def test_in_a_folder_copilot_does_not_trust_doctor_says_so_and_its_fix_makes_the_hooks_run(
+    copilot: Cli, model: Model, repo: Path, hermetic_seal: Path
+) -> None:
+    """Untrusted, Copilot loads no repository hooks and still runs the model's shell
+    commands (alice's work is gone, nothing rescued): the danger doctor reports. The step
+    its finding names, done as written, makes the hooks run."""
+    [finding] = doctor_findings(repo)["copilot-untrusted"]
+    config = hermetic_seal / ".copilot" / "config.json"
+    assert f'add "{repo}" to "trustedFolders" in {config}' in str(finding["fix"])
+    write_work(repo, ALICE_WORK)
+    server = model([[shell("git reset --hard")], say("done")], flavour=COPILOT)
+    copilot_run(copilot, repo, server, trust_all=False)
+    assert (repo / "src/app.py").read_text() == FILES["src/app.py"]  # what Copilot does
+    assert rescue_refs(repo) == []
+    # The fix, into the config.json Copilot wrote meanwhile (comment lines above its JSON)
+    text = config.read_text()
+    comments = [line for line in text.splitlines() if line.startswith("//")]
+    doc = json.loads("\n".join(line for line in text.splitlines() if not line.startswith("//")))
+    doc.setdefault("trustedFolders", []).append(str(repo))
+    config.write_text("\n".join([*comments, json.dumps(doc, indent=2)]) + "\n")
+    assert "copilot-untrusted" not in doctor_findings(repo)
+    write_work(repo, ALICE_WORK)
+    server = model([[shell("git reset --hard")], say("done")], flavour=COPILOT)
+    copilot_run(copilot, repo, server, trust_all=False)
+    assert (repo / "src/app.py").read_text() == FILES["src/app.py"]
+    [ref] = rescue_refs(repo)
+    assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
+    assert RESCUED in server.at_step(1).news()
