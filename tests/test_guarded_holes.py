@@ -574,6 +574,28 @@ def test_commands_running_shell_commands_rescue_everything_they_could_reach(
         assert b"someone's ignored log\n" in rescued(work, "build.log"), way
 
 
+def test_a_nested_clone_with_submodules_settles_after_its_rescue(
+    shim: Path, tmp_path: Path
+) -> None:
+    """git's t7407: a command that reaches everything, over an untracked clone whose
+    submodule keeps its git directory in the clone's ``.git/modules``. The rescue of that
+    submodule writes there; the second look took it for another writer's change, rescued
+    again and again, and refused ("kept changing") where git would have run."""
+    upstream = make_repo(tmp_path / "upstream", {"s": "sub\n"})
+    outer = make_repo(tmp_path / "outer", {"o": "outer\n"})
+    add = ["-c", "protocol.file.allow=always", "submodule", "add", "-q", str(upstream), "sub"]
+    git(outer, *add)
+    git(outer, "commit", "-qm", "sub")
+    for way in ways(["submodule"]):
+        work = fresh_repo(tmp_path / f"via-{way}")
+        clone = ["-c", "protocol.file.allow=always", "clone", "-q", "--recurse-submodules"]
+        git(work, *clone, str(outer), "clone")
+        (work / "clone/sub/notes.txt").write_text("someone's notes in the clone's submodule\n")
+        res = run_way(way, ["submodule", "foreach", "true"], work, shim)
+        assert res.returncode == 0, (way, res.stderr)
+        assert (work / "clone/sub/notes.txt").exists(), way  # foreach true destroys nothing
+
+
 # ---------------------------------------------------------------------------
 # Plumbing, apply and autocorrect
 

@@ -237,11 +237,19 @@ def _signature(path: str, own: frozenset[str] = frozenset()) -> object:
     if not stat.S_ISDIR(st.st_mode):
         return entry
     inside: list[object] = [entry]
-    marker = os.sep + ".git"
+    marker = os.sep + ".git" + os.sep
+    git_dirs: list[str] = []  # the .git directories met, and the git directories in them
     for dirpath, dirnames, filenames in os.walk(path):
-        at = (dirpath + os.sep).rfind(marker + os.sep)
-        if at >= 0:  # inside a .git: leave out what guards writes there
-            within = dirpath[at + len(marker) + 1 :].replace(os.sep, "/")
+        if (dirpath + os.sep).rfind(marker) >= 0:  # inside a .git: leave out guards' writes
+            if "HEAD" in filenames and "objects" in dirnames:
+                # a git directory: the .git itself, or a submodule's in its modules/
+                # (a rescue of that submodule writes there)
+                git_dirs.append(dirpath + os.sep)
+            here = dirpath + os.sep
+            holders = [g for g in git_dirs if here.startswith(g)]
+            # (a .git without HEAD or objects: relative to it, as git would not read it)
+            root = max(holders, key=len) if holders else here[: here.rfind(marker) + len(marker)]
+            within = here[len(root) :].rstrip(os.sep).replace(os.sep, "/")
             prefix = f"{within}/" if within else ""
             dirnames[:] = [d for d in dirnames if prefix + d not in own]
         dirnames.sort()
