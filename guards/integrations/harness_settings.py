@@ -408,13 +408,17 @@ def remove(doc: dict[str, Any]) -> list[str]:
     return sorted(set(removed), key=removed.index)
 
 
-def read_settings(path: Path) -> dict[str, Any]:
+def read_settings(path: Path, *, comment_lines: bool = False) -> dict[str, Any]:
+    """A settings file's JSON object ({} when absent or empty); ``comment_lines``: lines
+    starting with ``//`` are left out first (Copilot's config.json)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
     except OSError as e:
         raise UsageError(f"cannot read {path}: {e.strerror}") from e
+    if comment_lines:
+        text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
     if not text.strip():
         return {}
     try:
@@ -689,27 +693,6 @@ def copilot_config_path() -> Path:
     return copilot_dir() / "config.json"
 
 
-def _copilot_config(path: Path) -> dict[str, Any]:
-    """Copilot's config.json: JSON after the ``//`` comment lines Copilot writes above it
-    ("This file is managed automatically"); {} when there is none."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except OSError as e:
-        raise UsageError(f"cannot read {path}: {e.strerror}") from e
-    body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
-    if not body.strip():
-        return {}
-    try:
-        doc = json.loads(body)
-    except ValueError as e:
-        raise UsageError(f"{path} is not valid JSON ({e})") from e
-    if not isinstance(doc, dict):
-        raise UsageError(f"{path} does not hold a JSON object")
-    return doc
-
-
 def copilot_trusts(project: Path) -> bool:
     """Whether a folder of Copilot's ``trustedFolders`` holds ``project`` (or
     ``COPILOT_ALLOW_ALL=true``, which trusts every folder, is set here)."""
@@ -717,7 +700,8 @@ def copilot_trusts(project: Path) -> bool:
         return True
     target = os.path.realpath(project)
     for key in COPILOT_TRUST_KEYS:
-        folders = _copilot_config(copilot_config_path()).get(key)
+        # below the "//" lines Copilot writes ("This file is managed automatically")
+        folders = read_settings(copilot_config_path(), comment_lines=True).get(key)
         for folder in folders if isinstance(folders, list) else ():
             if not isinstance(folder, str) or not folder:
                 continue
