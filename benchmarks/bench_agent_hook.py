@@ -3,7 +3,9 @@
 The harness starts the hook before each shell command, so its floor is what any Python
 hook pays: start the interpreter and read the event JSON. Measured side by side, in
 rotation: a line without git (target: <= 1.5x that floor), the same line without its
-``| tee`` (no command that destroys files either: never parsed), ``git status`` (a git
+``| tee`` (no command that destroys files either: answered by the installed command's
+shell gate without Python, target: below Python's start-up; and, for comparison, by
+the hook's Python as an event the gate leaves alone is), ``git status`` (a git
 call that cannot destroy anything), a destructive git line with nothing at risk, and
 destructive non-git lines: ``rm -rf`` of a directory outside the repository (parsed, no
 git call) and inside it with nothing dirty there (one ``git status`` for the reach).
@@ -28,11 +30,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import env, generate_repo, report
-from guards.integrations.harness_settings import hook_script
+from guards.integrations.harness_settings import hook_script, installed_hook
 
-#: Exactly what the harness runs: the installed hook command (sh, then this Python).
-HOOK = ["sh", "-c", hook_script("claude")]
+#: Exactly what the harness runs: the installed PreToolUse command (the shell gate, then
+#: this Python), run by a shell as Claude Code runs it.
+HOOK = ["sh", "-c", installed_hook("claude", "PreToolUse")["command"]]
+#: The hook's Python alone (what the gate hands an event it is not sure of).
+PYTHON_HOOK = ["sh", "-c", hook_script("claude")]
 CLI = [sys.executable, "-m", "guards", "agent-hook", "claude"]
+
+
+#: The harnesses send compact JSON (Node's JSON.stringify, Rust's serde_json).
+COMPACT = (",", ":")
 
 
 def write_event(repo: Path, target: str) -> bytes:
@@ -46,7 +55,8 @@ def write_event(repo: Path, target: str) -> bytes:
             "tool_name": "Write",
             "tool_use_id": "toolu_bench_w",
             "tool_input": {"file_path": str(repo / target), "content": "x"},
-        }
+        },
+        separators=COMPACT,
     ).encode()
 
 
@@ -60,7 +70,8 @@ def event(repo: Path, line: str) -> bytes:
             "tool_name": "Bash",
             "tool_use_id": "toolu_bench",
             "tool_input": {"command": line, "description": "bench"},
-        }
+        },
+        separators=COMPACT,
     ).encode()
 
 
@@ -96,7 +107,8 @@ def main() -> None:
             "git status": (["git", "status"], b""),
             "agent-hook: line without git": (HOOK, no_git),
             "agent-hook: line without git (guards CLI)": (CLI, no_git),
-            "agent-hook: no git, no destroyer": (HOOK, plain),
+            "agent-hook: no git, no destroyer (shell gate)": (HOOK, plain),
+            "agent-hook: no git, no destroyer (the hook's Python)": (PYTHON_HOOK, plain),
             "agent-hook: rm -rf outside the repository": (HOOK, rm_outside),
             "agent-hook: rm -rf in the repository, nothing at risk": (HOOK, rm_inside),
             "agent-hook: git status": (HOOK, status),
@@ -110,7 +122,8 @@ def main() -> None:
     for name in (
         "agent-hook: line without git",
         "agent-hook: line without git (guards CLI)",
-        "agent-hook: no git, no destroyer",
+        "agent-hook: no git, no destroyer (shell gate)",
+        "agent-hook: no git, no destroyer (the hook's Python)",
         "agent-hook: rm -rf outside the repository",
         "agent-hook: rm -rf in the repository, nothing at risk",
         "agent-hook: git status",
@@ -120,6 +133,8 @@ def main() -> None:
     ):
         print(f"  {name} / floor = {times[name] / base:.2f}x")
     print("  (target: line without git <= 1.5x the floor)")
+    gate = times["agent-hook: no git, no destroyer (shell gate)"] / times["python start-up"]
+    print(f"  no git, no destroyer (shell gate) / python start-up = {gate:.2f}x (target: < 1.0x)")
     cpu_ratio = cpu["agent-hook: line without git"] / cpu["python start-up + read JSON (floor)"]
     print(f"  CPU time: line without git / floor = {cpu_ratio:.2f}x")
 

@@ -226,7 +226,7 @@ def test_install_writes_a_flat_hooks_json_and_uninstall_removes_it(repo: Path) -
     assert set(doc) == set(harness_settings.DROID_EVENTS)  # events at the top level
     [group] = doc["PreToolUse"]
     assert group["matcher"] == "Execute|Create|Edit"
-    assert group["hooks"][0]["command"] == harness_settings.hook_command("droid")
+    assert group["hooks"][0]["command"] == harness_settings.event_command("droid", "PreToolUse")
     assert run_guards("install", "--droid", cwd=repo).stdout.count("hooks") == 0  # done
     res = run_guards("uninstall", "--droid", cwd=repo)
     assert res.returncode == 0, res.stderr

@@ -100,7 +100,8 @@ def test_claude_user_install_writes_the_home_settings(repo: Path, hermetic_seal:
     settings = hermetic_seal / ".claude/settings.json"
     hook = json.loads(settings.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]
     assert hook["type"] == "command"
-    assert hook["command"] == harness_settings.hook_command("claude")
+    assert hook["command"] == harness_settings.event_command("claude", "PreToolUse")
+    assert "_guards_gate" in hook["command"]  # the shell gate first (the tool-start event)
     assert "from guards.commands.agent_hook import fast_main" in hook["command"]
     assert "' claude; fi" in hook["command"]  # the harness, after the launcher
     assert not (repo / ".claude").exists()
@@ -116,7 +117,7 @@ def test_codex_install_writes_hooks_json_with_apply_patch(repo: Path) -> None:
     # Codex 0.171 sends SessionEnd, and clamps (and reports) a timeout over 3 s.
     assert doc["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] == 3
     command = doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
-    assert command == harness_settings.hook_command("codex")
+    assert command == harness_settings.event_command("codex", "PreToolUse")
 
 
 def test_plain_uninstall_also_takes_our_project_hooks_out(repo: Path) -> None:
@@ -307,9 +308,12 @@ def test_qwen_install_writes_settings_json_beside_the_users_own_and_uninstall_ta
         "Stop": [""],
         "SessionEnd": [""],
     }
-    ours = [h for g in doc["hooks"].values() for x in g for h in x["hooks"] if "guards" in str(h)]
-    assert {h["timeout"] for h in ours} == {60}  # seconds
-    assert all(h["command"] == harness_settings.hook_command("qwen") for h in ours)
+    ours = {
+        e: [h for x in g for h in x["hooks"] if "guards" in str(h)] for e, g in doc["hooks"].items()
+    }
+    assert {h["timeout"] for hs in ours.values() for h in hs} == {60}  # seconds
+    commands = {e: [h["command"] for h in hs] for e, hs in ours.items()}
+    assert commands == {e: [harness_settings.event_command("qwen", e)] for e in ours}
     assert doc["$version"] == 4  # as Qwen would write it at its start (a dirty file)
     res = run_guards("uninstall", "--qwen", cwd=repo)
     assert res.returncode == 0, res.stderr

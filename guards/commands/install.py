@@ -108,7 +108,7 @@ def _codex_trust_steps(args: argparse.Namespace, repo: Repo | None) -> list[Step
 
     hooks_path, project = _codex_hooks(args, repo)
     doc = harness_settings.read_settings(hooks_path)
-    harness_settings.merge(doc, "codex", harness_settings.hook_command("codex"))
+    harness_settings.merge(doc, "codex")
     return codex_trust.plan_trust(hooks_path, project, doc, shim=args.shim is not None)
 
 

@@ -52,10 +52,12 @@ guards.integrations.opencode_hooks; all show the model a context only after the 
 ran, as Codex.
 
 The hot path (a shell line that neither mentions git nor names a command destroying
-files, nor holds a ``>``) imports neither ``json`` (guards.jsontext reads and writes
-the events) nor more of guards than guards.predict.shell_files and the barrier's
-``locate``, and runs no git. The installed hooks call guards.commands.agent_hook
-directly, without the command-line parser.
+files, nor holds a ``>``) is answered by the installed command's shell gate without
+Python when the event is plain enough (guards.integrations.shell_gate; its marker is
+read here at the line's end); else it imports neither ``json`` (guards.jsontext reads
+and writes the events) nor more of guards than guards.predict.shell_files and the
+barrier's ``locate``, and runs no git. The installed hooks call
+guards.commands.agent_hook directly, without the command-line parser.
 """
 
 from __future__ import annotations
@@ -121,20 +123,7 @@ def main(harness: str, raw: bytes, event_name: str | None = None) -> int:
         return _malformed(raw, f"hook input is not JSON ({e.__class__.__name__})", event_name)
     if not isinstance(event, dict):
         return _malformed(raw, "hook input is not a JSON object", event_name)
-    if harness == "copilot":
-        event = from_copilot(event, event_name or "")
-    if harness == "qwen":
-        from guards.integrations.qwen_hooks import from_qwen
-
-        event = from_qwen(event)
-    if harness == "opencode":
-        from guards.integrations.opencode_hooks import from_opencode
-
-        event = from_opencode(event)
-    if harness == "droid":
-        from guards.integrations.droid_hooks import from_droid
-
-        event = from_droid(event)
+    event = as_claude(harness, event, event_name)
     name = event.get("hook_event_name")
     if not isinstance(name, str):
         return _malformed(raw, "hook input has no hook_event_name")
@@ -146,6 +135,25 @@ def main(harness: str, raw: bytes, event_name: str | None = None) -> int:
             return _deny(harness, f"guards could not check this command ({message})")
         _say(f"guards agent-hook: {name}: {message}")
         return HOOK_ERROR
+
+
+def as_claude(harness: str, event: dict[str, Any], event_name: str | None = None) -> dict[str, Any]:
+    """A harness's payload read as Claude Code's (the shape every handler reads)."""
+    if harness == "copilot":
+        return from_copilot(event, event_name or "")
+    if harness == "qwen":
+        from guards.integrations.qwen_hooks import from_qwen
+
+        return from_qwen(event)
+    if harness == "opencode":
+        from guards.integrations.opencode_hooks import from_opencode
+
+        return from_opencode(event)
+    if harness == "droid":
+        from guards.integrations.droid_hooks import from_droid
+
+        return from_droid(event)
+    return event
 
 
 def _guarded_text(text: str) -> bool:
@@ -418,15 +426,12 @@ def _mark_start(
 
 def _post_shell(harness: str, event: dict[str, Any]) -> int:
     sid = _identify(harness, event)
-    path = _marker_path(event, sid)
-    if path is None or sid is None:
+    if sid is None:
         return 0
-    try:
-        threshold = os.stat(path).st_ctime_ns
-        with open(path, encoding="utf-8") as f:
-            marker = jsontext.loads(f.read())
-    except (OSError, ValueError):
+    start = _line_start(harness, event, sid)
+    if start is None:
         return 0  # no start recorded (or the hook was installed mid-command)
+    path, threshold, marker = start
     from guards import fsutil
 
     fsutil.remove(path)
@@ -446,6 +451,37 @@ def _post_shell(harness: str, event: dict[str, Any]) -> int:
         context = _rescue_context([str(r) for r in rescued])
         return _emit(harness, str(event.get("hook_event_name")), additionalContext=context)
     return 0
+
+
+def _line_start(harness: str, event: dict[str, Any], sid: str) -> tuple[str, int, object] | None:
+    """(marker path, the line's start in ns, what the marker holds) of this shell line:
+    the marker the hook wrote at its start, else the one the shell gate wrote (the raw
+    event: guards.integrations.shell_gate), oldest first; None when neither is there."""
+    path = _marker_path(event, sid)
+    if path is not None:
+        try:
+            threshold = os.stat(path).st_ctime_ns
+            with open(path, encoding="utf-8") as f:
+                return path, threshold, jsontext.loads(f.read())
+        except (OSError, ValueError):
+            pass
+    ledger = _ledger_dir(_cwd(event))
+    key = _marker_key(event)
+    if ledger is None or key is None:
+        return None
+    from guards.integrations.shell_gate import pending
+
+    for changed, gated_path, raw in pending(os.path.join(ledger, OBSERVE_DIR)):
+        try:
+            started = jsontext.loads(raw)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            continue
+        if not isinstance(started, dict):
+            continue
+        started = as_claude(harness, started)
+        if session_of(harness, started) == sid and _marker_key(started) == key:
+            return gated_path, changed, {"dirs": [_shell_cwd(started)]}
+    return None
 
 
 def _sweep(directory: str) -> None:
@@ -798,6 +834,9 @@ def _touch(cwd: str, sid: str | None, label: str) -> None:
         return
     # One journal record: the label and worktree fill only empty fields.
     ws.ledger.append([touch_record(sid, time.time(), label, ws.repo.toplevel_text)])
+    ledger = _ledger_dir(cwd)
+    if ledger is not None:  # the shell gate answers only where the markers' folder is
+        os.makedirs(os.path.join(ledger, OBSERVE_DIR), exist_ok=True)
 
 
 def _persist(ws: Workspace, sid: str) -> None:

@@ -50,6 +50,7 @@ from typing import Any
 
 from guards.errors import UsageError
 from guards.fsutil import KEEP_MODE, atomic_write
+from guards.integrations import shell_gate
 from guards.integrations.installation import (
     Step,
     python_launch,
@@ -156,6 +157,14 @@ def hook_command(harness: str, event: str | None = None) -> str:
     harness that splits the command itself runs the same script as one that hands it to
     a shell. ``event``: Copilot's, named on the command line (its payloads name none)."""
     return f"sh -c {shlex.quote(hook_script(harness, event))}"
+
+
+def event_command(harness: str, event: str) -> str:
+    """The command of our entry for ``event``: the harness's tool-start event runs the
+    shell gate first (guards.integrations.shell_gate: most shell lines need no Python)."""
+    if not shell_gate.gated(harness, event):
+        return hook_command(harness)
+    return f"sh -c {shlex.quote(shell_gate.gate_script(harness, hook_script(harness)))}"
 
 
 def hook_script(harness: str, event: str | None = None) -> str:
@@ -330,13 +339,14 @@ def remove_copilot(doc: dict[str, Any]) -> list[str]:
     return removed
 
 
-def merge(doc: dict[str, Any], harness: str, command: str) -> list[str]:
-    """Add our hooks to ``doc`` in place; returns the events it added to."""
+def merge(doc: dict[str, Any], harness: str) -> list[str]:
+    """Add our hooks to ``doc`` in place; returns the events it added to (or repaired)."""
     hooks = doc.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise UsageError('the settings file has a "hooks" entry that is not an object')
     added = []
     for event, matcher in EVENTS[harness].items():
+        command = event_command(harness, event)
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
             raise UsageError(f'the settings file has a "hooks.{event}" entry that is not a list')
@@ -367,16 +377,16 @@ def merge(doc: dict[str, Any], harness: str, command: str) -> list[str]:
                 kept.append({**g, "hooks": rest})
         groups[:] = kept
         group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
-        group["hooks"] = [installed_hook(harness, event, command)]
+        group["hooks"] = [installed_hook(harness, event)]
         groups.append(group)
         added.append(event)
     return added
 
 
-def installed_hook(harness: str, event: str, command: str | None = None) -> dict[str, Any]:
+def installed_hook(harness: str, event: str) -> dict[str, Any]:
     """Our hook entry for ``event``, exactly as install writes it."""
     timeout = EVENT_TIMEOUTS.get((harness, event), TIMEOUT) * TIMEOUT_UNIT.get(harness, 1)
-    return {"type": "command", "command": command or hook_command(harness), "timeout": timeout}
+    return {"type": "command", "command": event_command(harness, event), "timeout": timeout}
 
 
 def remove(doc: dict[str, Any]) -> list[str]:
@@ -443,7 +453,7 @@ QWEN_SETTINGS_VERSION = 4
 
 def _merge_for(harness: str) -> Callable[[dict[str, Any]], list[str]]:
     def change(doc: dict[str, Any]) -> list[str]:
-        events = merge(doc, harness, hook_command(harness))
+        events = merge(doc, harness)
         if harness == "qwen" and events:
             doc.setdefault("$version", QWEN_SETTINGS_VERSION)
         return events

@@ -28,7 +28,10 @@ FIND_DESTROYERS = frozenset({"rm", "unlink", "shred", "truncate"})
 TRUNCATING = frozenset({">", ">|", "&>", ">&"})
 #: Label of a :class:`FileCall` made by a redirection.
 REDIRECT = ">"
-_SEPARATORS = str.maketrans({c: " " for c in ";&|()<>`$\"'\\\n\t{}="})
+#: What sets words apart for :func:`names_destroyer` besides whitespace (the agent hooks'
+#: shell gate splits on the same characters: guards.integrations.shell_gate).
+SEPARATORS = ";&|()<>`$\"'\\\n\t{}="
+_SEPARATORS = str.maketrans({c: " " for c in SEPARATORS})
 _GLOB = frozenset("*?[")
 
 

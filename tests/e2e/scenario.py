@@ -175,7 +175,9 @@ def attribution_tour(
 ) -> list[Step]:
     """The attribution tour's steps: ``new.txt`` written, ``src/app.py`` edited to print
     ``who`` (read first where the CLI edits only a file the session read), ``made.txt``
-    made by a shell line and, with ``failing``, ``failed.txt`` by a line that fails.
+    made by a plain shell line (answered by the hook's shell gate, without Python:
+    guards.integrations.shell_gate) and, with ``failing``, ``failed.txt`` by a line that
+    fails (with a ``>``: through Python).
     Paths are absolute under ``base`` (None: relative, as Codex's patches name them)."""
 
     def at(rel: str) -> str:
@@ -186,7 +188,7 @@ def attribution_tour(
         steps.append([read(at("src/app.py"))])
     steps += [
         [edit(at("src/app.py"), "print('hi')", f"print('{who}')")],
-        [shell("echo ok > made.txt")],
+        [shell("touch made.txt")],
     ]
     if failing:
         steps.append([shell("echo failing > failed.txt; exit 3")])
