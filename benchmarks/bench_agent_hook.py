@@ -9,6 +9,9 @@ the hook's Python as an event the gate leaves alone is), ``git status`` (a git
 call that cannot destroy anything), a destructive git line with nothing at risk, and
 destructive non-git lines: ``rm -rf`` of a directory outside the repository (parsed, no
 git call) and inside it with nothing dirty there (one ``git status`` for the reach).
+Then the other everyday events, against bare start-up, with 5,000 attributions in the
+ledger and 30 files of another writer dirty: a Write's PostToolUse (the file recorded)
+and a prompt (the session touched, the frame built; target for both: <= 1.5x).
 
 Bytecode is cached in a temporary directory (the sandbox sets PYTHONDONTWRITEBYTECODE,
 which an installed guards never suffers from).
@@ -29,12 +32,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import env, generate_repo, report
+from benchmarks.common import env, fill_ledger, generate_repo, report
 from guards.integrations.harness_settings import hook_script, installed_hook
+from guards.state.attribution import Attribution, fingerprint
 
 #: Exactly what the harness runs: the installed PreToolUse command (the shell gate, then
 #: this Python), run by a shell as Claude Code runs it.
 HOOK = ["sh", "-c", installed_hook("claude", "PreToolUse")["command"]]
+#: The other events' command (the hook's Python: no gate).
+OTHER_HOOK = ["sh", "-c", installed_hook("claude", "PostToolUse")["command"]]
+#: Attributions in the ledger for the rows that write it (issue 16's table: 5k).
+LEDGER_SIZE = 5000
 #: The hook's Python alone (what the gate hands an event it is not sure of).
 PYTHON_HOOK = ["sh", "-c", hook_script("claude")]
 CLI = [sys.executable, "-m", "guards", "agent-hook", "claude"]
@@ -55,6 +63,35 @@ def write_event(repo: Path, target: str) -> bytes:
             "tool_name": "Write",
             "tool_use_id": "toolu_bench_w",
             "tool_input": {"file_path": str(repo / target), "content": "x"},
+        },
+        separators=COMPACT,
+    ).encode()
+
+
+def post_write_event(repo: Path, target: str) -> bytes:
+    """A Write tool's PostToolUse: the written file is recorded for the session."""
+    return json.dumps(
+        {
+            "session_id": "bench-session",
+            "cwd": str(repo),
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Write",
+            "tool_use_id": "toolu_bench_w",
+            "tool_input": {"file_path": str(repo / target), "content": "x"},
+            "tool_response": {"filePath": str(repo / target), "success": True},
+        },
+        separators=COMPACT,
+    ).encode()
+
+
+def prompt_event(repo: Path) -> bytes:
+    """A prompt: the session is touched and framed (what others left dirty)."""
+    return json.dumps(
+        {
+            "session_id": "bench-session",
+            "cwd": str(repo),
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": "go on",
         },
         separators=COMPACT,
     ).encode()
@@ -86,6 +123,15 @@ def main() -> None:
         names = generate_repo(repo, opts.files)
         own = names[0]
         (repo / own).write_text("the session's own edit\n")
+        # The other events in a checkout of their own (the rows above keep nothing at
+        # risk): another writer's 30 dirty files, which the frame names, and the ledger.
+        fleet = Path(tmp) / "fleet"
+        fleet_names = generate_repo(fleet, opts.files)
+        for other in fleet_names[1:31]:
+            (fleet / other).write_text("someone else's edit\n")
+        fp = Attribution("s1", fingerprint(fleet / fleet_names[1]), time.time()).to_json()
+        seed: dict[str, object] = {f"seed/{i}": fp for i in range(LEDGER_SIZE)}
+        fill_ledger(fleet / ".git" / "guards", str(fleet.resolve()), seed, 0, 1)
         subprocess.run(
             [*CLI[:3], "record", "--session", "claude-bench-session", own],
             cwd=repo,
@@ -115,6 +161,14 @@ def main() -> None:
             "agent-hook: git reset --hard, nothing at risk": (HOOK, reset),
             "agent-hook: Write, a new file": (HOOK, write_event(repo, "brand-new.txt")),
             "agent-hook: Write, the session's own file": (HOOK, write_event(repo, own)),
+            f"agent-hook: PostToolUse Write ({LEDGER_SIZE} attributions)": (
+                OTHER_HOOK,
+                post_write_event(fleet, fleet_names[0]),
+            ),
+            "agent-hook: UserPromptSubmit (frame + session touch)": (
+                OTHER_HOOK,
+                prompt_event(fleet),
+            ),
         }
         times, cpu = _interleaved(commands, repo, run_env, opts.repeat)
     report(f"agent hook (PreToolUse), {opts.files} tracked files", list(times.items()))
@@ -133,8 +187,14 @@ def main() -> None:
     ):
         print(f"  {name} / floor = {times[name] / base:.2f}x")
     print("  (target: line without git <= 1.5x the floor)")
-    gate = times["agent-hook: no git, no destroyer (shell gate)"] / times["python start-up"]
-    print(f"  no git, no destroyer (shell gate) / python start-up = {gate:.2f}x (target: < 1.0x)")
+    start_up = times["python start-up"]
+    for name, target in (
+        ("agent-hook: no git, no destroyer (shell gate)", "< 1.0x"),
+        (f"agent-hook: PostToolUse Write ({LEDGER_SIZE} attributions)", "<= 1.5x"),
+        ("agent-hook: UserPromptSubmit (frame + session touch)", "<= 1.5x"),
+        ("agent-hook: Write, a new file", "report"),
+    ):
+        print(f"  {name} / python start-up = {times[name] / start_up:.2f}x (target: {target})")
     cpu_ratio = cpu["agent-hook: line without git"] / cpu["python start-up + read JSON (floor)"]
     print(f"  CPU time: line without git / floor = {cpu_ratio:.2f}x")
 

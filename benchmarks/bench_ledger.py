@@ -36,9 +36,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import env, generate_repo, guards_script, interleaved
+from benchmarks.common import env, fill_ledger, generate_repo, guards_script, interleaved
 from guards.state.attribution import Attribution, fingerprint
-from guards.state.ledger import Ledger, pack
+from guards.state.ledger import Ledger
 
 _PEAK = (
     "import resource, subprocess, sys, time\n"
@@ -52,22 +52,6 @@ _PEAK = (
 def load() -> str:
     one, five, _ = os.getloadavg()
     return f"load average {one:.1f} (5 min {five:.1f}) on {os.cpu_count()} CPUs"
-
-
-def fill_ledger(
-    directory: Path, own: str, own_records: dict[str, object], others: int, per_worktree: int
-) -> None:
-    """A ledger whose snapshot holds ``own_records`` for ``own`` and ``others``
-    attributions spread over other worktrees (as a fleet's would be)."""
-    ledger = Ledger(directory)
-    fake = pack(Attribution("s1", fingerprint(directory / "nope"), time.time()).to_json())
-    with ledger.transaction() as data:
-        data.sessions.update(
-            {f"s{i}": {"id": f"s{i}", "last_seen": time.time()} for i in range(24)}
-        )
-        data.attributions(own).raw.update({p: pack(r) for p, r in own_records.items()})
-        for i in range(others):
-            data.attributions(f"/elsewhere/wt{i // per_worktree:03d}").raw[f"x/{i}.txt"] = fake
 
 
 def percentile(values: list[float], q: float) -> float:

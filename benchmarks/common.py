@@ -146,3 +146,22 @@ def interleaved(
         {name: statistics.median(values) for name, values in wall.items()},
         {name: statistics.median(values) for name, values in cpu.items()},
     )
+
+
+def fill_ledger(
+    directory: Path, own: str, own_records: dict[str, object], others: int, per_worktree: int
+) -> None:
+    """A ledger whose snapshot holds ``own_records`` for ``own`` and ``others``
+    attributions spread over other worktrees (as a fleet's would be)."""
+    from guards.state.attribution import Attribution, fingerprint
+    from guards.state.ledger import Ledger, pack
+
+    ledger = Ledger(directory)
+    fake = pack(Attribution("s1", fingerprint(directory / "nope"), time.time()).to_json())
+    with ledger.transaction() as data:
+        data.sessions.update(
+            {f"s{i}": {"id": f"s{i}", "last_seen": time.time()} for i in range(24)}
+        )
+        data.attributions(own).raw.update({p: pack(r) for p, r in own_records.items()})
+        for i in range(others):
+            data.attributions(f"/elsewhere/wt{i // per_worktree:03d}").raw[f"x/{i}.txt"] = fake
