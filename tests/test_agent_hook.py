@@ -763,6 +763,12 @@ HOOK_NEVER_IMPORTS = (
             "tool_response": {},
         },
         {"hook_event_name": "UserPromptSubmit", "prompt": "go"},
+        {  # no start marker of its own: the shell gate's are looked through
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": "ls"},
+            "tool_response": {},
+        },
     ],
     ids=[
         "line-without-git",
@@ -771,11 +777,22 @@ HOOK_NEVER_IMPORTS = (
         "write-new-file",
         "write-recorded",
         "prompt",
+        "line-end",
     ],
 )
 def test_a_hook_event_imports_only_what_it_needs(repo: Path, event: dict[str, Any]) -> None:
     """Each runs on every tool call or prompt of an agent: start-up is its cost."""
     _assert_lean_hook(repo, event)
+
+
+def test_a_line_s_end_that_takes_the_shell_gate_s_marker_stays_lean(repo: Path) -> None:
+    start = {"session_id": "s1", "cwd": str(repo), "tool_use_id": "toolu_1"}
+    start.update(hook_event_name="PreToolUse", tool_name="Bash", tool_input={"command": "ls"})
+    folder = repo / ".git/guards/observe"
+    folder.mkdir(parents=True)
+    (folder / "_shell.1-0.json").write_text(json.dumps(start, separators=(",", ":")))
+    _assert_lean_hook(repo, {**start, "hook_event_name": "PostToolUse", "tool_response": {}})
+    assert list(folder.iterdir()) == []  # taken
 
 
 def test_a_destructive_line_over_only_the_sessions_own_work_imports_no_rescue_machinery(

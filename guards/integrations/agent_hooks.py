@@ -506,7 +506,7 @@ def _observe(directory: str, sid: str, threshold_ns: int) -> None:
 
     try:
         ws = Workspace.open(cwd=_existing(directory))
-        if ws.repo.toplevel is None:
+        if ws.repo.toplevel_text is None:  # (toplevel, a Path, would import pathlib)
             return
         from guards.state.observation import observe
 
