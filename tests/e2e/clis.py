@@ -658,8 +658,9 @@ def run_opencode(
     env: dict[str, str],
     *,
     timeout: float = 120,
+    options: tuple[str, ...] = (),
 ) -> Run:
-    """``opencode run --format json PROMPT`` (headless: every tool allowed), its events as
+    """``opencode run --format json [OPTIONS] PROMPT`` (headless: every tool allowed), its events as
     JSON lines (each with ``sessionID``, read into ``session_id``); each later prompt
     continues the session (``--session <id>``), one process per prompt as a user would.
 
@@ -669,7 +670,7 @@ def run_opencode(
     run = Run(returncode=0)
     env = {**OPENCODE_OFFLINE, **env, "PWD": str(cwd)}
     for prompt in prompts:
-        args = [str(exe), "run", "--format", "json", "--dir", str(cwd)]
+        args = [str(exe), "run", "--format", "json", "--dir", str(cwd), *options]
         if run.events:
             args += ["--session", run.session_id]
         returncode, out, err = _headless([*args, prompt], cwd, env, timeout)

@@ -76,9 +76,11 @@ def opencode_run(
     prompts: tuple[str, ...] = ("go",),
     env: dict[str, str] | None = None,
     shim: Path | None = None,
+    options: tuple[str, ...] = (),
 ) -> Run:
     """Headless prompts (a later one continues the session); the fake model is the user
-    config's; with ``shim``, `guards install --shim DIR` first and DIR first on PATH."""
+    config's; with ``shim``, `guards install --shim DIR` first and DIR first on PATH;
+    ``options``: more of ``opencode run``'s (``--pure``)."""
     assert opencode.path is not None
     if shim is not None:
         res = run_guards("install", "--shim", str(shim), "--no-aliases", cwd=repo)
@@ -88,7 +90,7 @@ def opencode_run(
     user.mkdir(parents=True, exist_ok=True)
     (user / "opencode.json").write_text(json.dumps(opencode_config(server.url)))
     opencode_offline_plugin_deps(user, repo / ".opencode")
-    run = run_opencode(opencode.path, repo, list(prompts), full_env)
+    run = run_opencode(opencode.path, repo, list(prompts), full_env, options=options)
     assert run.returncode == 0, f"opencode exited {run.returncode}: {run.stderr[-2000:]}"
     return run
 
@@ -243,3 +245,24 @@ def test_the_user_plugin_guards_every_project(opencode: Cli, model: Model, tmp_p
     [ref] = rescue_refs(repo)
     assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
     assert RESCUED in server.at_step(1).news()
+
+
+def test_with_pure_opencode_loads_no_plugin_and_only_the_shim_guards_git(
+    opencode: Cli, model: Model, repo: Path, tmp_path: Path
+) -> None:
+    """``opencode run --pure`` ("run without external plugins") skips guards' project
+    plugin: no hook runs, and a ``git reset --hard`` destroys alice's work (what the README
+    says). With the shim first on PATH, the shim rescues it first."""
+    write_work(repo, ALICE_WORK)
+    script = [[shell("touch made.txt && git reset --hard")], say("done")]
+    run = opencode_run(opencode, repo, model(script, flavour=OPENCODE), options=("--pure",))
+    assert (repo / "src/app.py").read_text() == FILES["src/app.py"]  # alice's work is gone
+    assert rescue_refs(repo) == []
+    assert owners(repo)["made.txt"] is None  # nor did the plugin see the line end
+    assert me(run) not in sessions(repo)
+    write_work(repo, ALICE_WORK)
+    server = model([[shell("git reset --hard")], say("done")], flavour=OPENCODE)
+    opencode_run(opencode, repo, server, shim=tmp_path / "shim", options=("--pure",))
+    [ref] = rescue_refs(repo)
+    assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
+    assert server.at_step(1).news().count(RESCUED) == 1  # the shim's notice
