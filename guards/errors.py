@@ -114,7 +114,7 @@ def boundary(
         return ExitCode.OK
     except GuardsError as e:
         if fail_open:
-            _say(f"{what}: {_first_line(e)}" if what else _first_line(e))
+            _say(f"{what}: {first_line(e)}" if what else first_line(e))
             return ExitCode.OK
         code = int(e.exit_code)
         message = str(e)
@@ -126,7 +126,7 @@ def boundary(
         return code
     except Exception as e:  # a bug: one line for the user, the traceback in a log
         if fail_open:
-            _say(f"{what}: internal error ({type(e).__name__}: {_first_line(e)})")
+            _say(f"{what}: internal error ({type(e).__name__}: {first_line(e)})")
             return ExitCode.OK
         sys.stdout.flush()
         return report_internal_error(e, hint=hint)
@@ -138,6 +138,7 @@ def _say(message: str) -> None:
     error(message)
 
 
-def _first_line(e: BaseException) -> str:
+def first_line(e: BaseException) -> str:
+    """An error in one line: its message's first, else its type's name."""
     lines = str(e).strip().splitlines()
     return lines[0] if lines else type(e).__name__

@@ -1,4 +1,4 @@
-"""Guards' own files: one atomic write and one file lock.
+"""Guards' own files: one atomic write and one file lock (and the nearest directory).
 
 Every file guards keeps content in (the ledger, settings, install manifests, hook
 scripts, the shim, the harness settings, the exclude block, the agent hook's rescue
@@ -174,3 +174,14 @@ def append_private(path: str | os.PathLike[str], data: bytes) -> int:
         return os.fstat(fd).st_size
     finally:
         os.close(fd)
+
+
+def nearest_directory(path: str) -> str:
+    """``path`` when it is a directory, else its nearest ancestor that is (``mkdir -p x &&
+    cd x`` in a line not run yet; a file deleted since): where a git call can start."""
+    while not os.path.isdir(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return path

@@ -100,12 +100,14 @@ def record(
     since_start: bool = False,
     quiet: bool = False,
 ) -> int:
-    from guards.git.repo import discover
+    from guards.git.repo import Discovery
+
+    discovery = Discovery()  # git answers while the rest is imported
     from guards.state import identity
     from guards.state.ledger import Ledger
     from guards.state.workspace import attribute, repo_relative, typo_warning
 
-    repo = discover()
+    repo = discovery.repo()
     session_id = identity.validate_id(session) if session else identity.caller_id()
     if session_id is None:
         raise UsageError(f"which session? give --session or set {identity.SESSION_ENV}")

@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import stat
 
+from guards.fsutil import nearest_directory
+
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -35,12 +37,9 @@ def find_repository(start: str) -> tuple[str, str] | None:
 
     For hot paths (the hooks) that must not start git; it does not know what git's
     discovery also honours (``GIT_DIR``, ``GIT_CEILING_DIRECTORIES``, safe.directory)."""
-    path = os.path.abspath(start)
-    while not os.path.isdir(path):
-        parent = os.path.dirname(path)
-        if parent == path:
-            return None
-        path = parent
+    path = nearest_directory(os.path.abspath(start))
+    if not os.path.isdir(path):
+        return None
     while True:
         dotgit = os.path.join(path, DOT_GIT)
         git_dir: str | None = None

@@ -66,6 +66,8 @@ import os
 import sys
 
 from guards import jsontext
+from guards.errors import first_line
+from guards.fsutil import nearest_directory
 from guards.integrations.copilot_hooks import COPILOT_EVENTS as COPILOT_EVENTS
 from guards.integrations.copilot_hooks import from_copilot
 from guards.state.identity import MAX_ID_LENGTH as MAX_ID_LENGTH
@@ -130,7 +132,7 @@ def main(harness: str, raw: bytes, event_name: str | None = None) -> int:
     try:
         return _dispatch(harness, name, event)
     except Exception as e:  # a hook must answer, whatever happened
-        message = _one_line(e)
+        message = first_line(e)
         if name in TOOL_STARTS and _guarded_text(jsontext.dumps(event.get("tool_input"))):
             return _deny(harness, f"guards could not check this command ({message})")
         _say(f"guards agent-hook: {name}: {message}")
@@ -194,11 +196,6 @@ def _dispatch(harness: str, name: str, event: dict[str, Any]) -> int:
 def _say(line: str) -> None:
     sys.stderr.write(line.rstrip("\n") + "\n")
     sys.stderr.flush()
-
-
-def _one_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return text[0] if text else type(e).__name__
 
 
 def _emit(harness: str, name: str, **fields: str) -> int:
@@ -397,7 +394,7 @@ def _leave_receipts(
     try:
         return receipts.write(sid, key, rescues)
     except (GuardsError, OSError) as e:  # without a receipt the shim rescues again: no loss
-        _say(f"guards agent-hook: cannot leave the rescue receipt ({_one_line(e)})")
+        _say(f"guards agent-hook: cannot leave the rescue receipt ({first_line(e)})")
         return []
 
 
@@ -505,7 +502,7 @@ def _observe(directory: str, sid: str, threshold_ns: int) -> None:
     from guards.state.workspace import Workspace
 
     try:
-        ws = Workspace.open(cwd=_existing(directory))
+        ws = Workspace.open(cwd=nearest_directory(directory))
         if ws.repo.toplevel_text is None:  # (toplevel, a Path, would import pathlib)
             return
         from guards.state.observation import observe
@@ -513,13 +510,7 @@ def _observe(directory: str, sid: str, threshold_ns: int) -> None:
         observe(ws, sid, threshold_ns)
     except GuardsError as e:
         if "not a git repository" not in str(e).lower():
-            _say(f"guards agent-hook: cannot observe {directory}: {_one_line(e)}")
-
-
-def _existing(directory: str) -> str:
-    while not os.path.isdir(directory) and os.path.dirname(directory) != directory:
-        directory = os.path.dirname(directory)
-    return directory
+            _say(f"guards agent-hook: cannot observe {directory}: {first_line(e)}")
 
 
 # -- edits -----------------------------------------------------------------------------
@@ -725,30 +716,16 @@ def _post_patch(harness: str, event: dict[str, Any]) -> int:
 
 def record_files(sid: str, files: list[str]) -> list[str]:
     """Record each absolute path for ``sid`` in its own repository; returns what was."""
-    from guards.errors import GuardsError
-    from guards.state.workspace import Workspace, record_paths
+    from guards.git.repo import Discovery
 
-    by_repo: dict[str, tuple[Workspace, list[str]]] = {}
-    for path in files:
-        path = os.path.abspath(path)
-        try:
-            ws = Workspace.open(cwd=_existing(os.path.dirname(path)))
-            if ws.repo.toplevel_text is None:  # (text: no pathlib on every edit)
-                continue
-            rel = ws.repo_relative(path)
-        except GuardsError:
-            continue  # outside any repository (or inside .git): nothing to attribute
-        if not rel:
-            continue
-        entry = by_repo.setdefault(ws.repo.worktree_key, (ws, []))
-        entry[1].append(rel)
-    done: list[str] = []
-    for ws, rels in by_repo.values():
-        try:
-            record_paths(ws, sid, rels, source="record")
-            done += rels
-        except GuardsError as e:
-            _say(f"guards agent-hook: cannot record {len(rels)} path(s): {_one_line(e)}")
+    # The first file's git answers while the ledger's modules are imported.
+    first = os.path.dirname(os.path.abspath(files[0])) if files else None
+    started = Discovery(nearest_directory(first)) if first is not None else None
+    from guards.state.workspace import record_files as record
+
+    done, problems = record(sid, files, started)
+    for problem in problems:
+        _say(f"guards agent-hook: {problem}")
     return done
 
 
@@ -782,7 +759,7 @@ def _session_start(harness: str, event: dict[str, Any]) -> int:
     try:
         _touch(_cwd(event), sid, label=f"{harness} session")
     except GuardsError as e:  # never blocks the session
-        _say(f"guards agent-hook: session start: {_one_line(e)}")
+        _say(f"guards agent-hook: session start: {first_line(e)}")
     return 0
 
 
@@ -795,7 +772,7 @@ def _frame_event(harness: str, event: dict[str, Any], name: str) -> int:
         _touch(cwd, sid, label=f"{harness} session")
         text = frame_text(cwd, sid)
     except GuardsError as e:  # the frame never blocks the turn it frames
-        _say(f"guards agent-hook: frame: {_one_line(e)}")
+        _say(f"guards agent-hook: frame: {first_line(e)}")
         return 0
     if not text:
         return 0
@@ -867,7 +844,7 @@ def _turn_end(harness: str, event: dict[str, Any]) -> int:
     except NotARepositoryError:
         pass
     except GuardsError as e:
-        _say(f"guards agent-hook: cannot persist session {sid}: {_one_line(e)}")
+        _say(f"guards agent-hook: cannot persist session {sid}: {first_line(e)}")
     return 0
 
 
@@ -894,6 +871,6 @@ def _session_end(harness: str, event: dict[str, Any]) -> int:
     except NotARepositoryError:
         return 0
     except GuardsError as e:
-        _say(f"guards agent-hook: cannot end session {sid}: {_one_line(e)}")
+        _say(f"guards agent-hook: cannot end session {sid}: {first_line(e)}")
         return HOOK_ERROR
     return 0

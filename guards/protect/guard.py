@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 
+from guards.fsutil import nearest_directory
 from guards.values import MutableValue
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
@@ -291,7 +292,7 @@ def _log_refusal(cwd: str, why: str, *, via: str, command: str) -> None:
     from guards.state.decisions import Kind
 
     try:
-        repo = discover(_nearest_dir(cwd))
+        repo = discover(nearest_directory(cwd))
         max_bytes = int(Config(repo.ledger_dir_text).get("log.max_bytes"))
     except GuardsError:
         return  # not a repository (or its settings are unreadable): nowhere to log it
@@ -356,16 +357,6 @@ class Verdict(MutableValue):
         self.logged = False
         #: With a plan (``guards explain``): every decision, none carried out.
         self.decisions: list[Decision] = []
-
-
-def _nearest_dir(path: str) -> str:
-    """``mkdir -p x && cd x && git ...``: x belongs to the repository above it."""
-    while not os.path.isdir(path):
-        parent = os.path.dirname(path)
-        if parent == path:
-            break
-        path = parent
-    return path
 
 
 def _env_for(call: GitCall, base: Mapping[str, str]) -> tuple[dict[str, str], bool]:
@@ -493,7 +484,7 @@ def _guard_call(
         )
         return True
     cmd_env, env_unknown = _env_for(call, env)
-    cwd = _nearest_dir(call.cwd)
+    cwd = nearest_directory(call.cwd)
     try:
         cmd = cmdline.parse(argv, cmd_env, cwd)
     except UsageError:
@@ -572,7 +563,7 @@ def _guard_everything(
     from guards.predict.cmdline import GitCommand
     from guards.protect import decide
 
-    where = _nearest_dir(cwd)
+    where = nearest_directory(cwd)
     if cmd is not None:
         from guards.predict.blast import GitRefuses, context
 
@@ -681,7 +672,7 @@ def guard_write(files: list[str], tool: str) -> Verdict:
     by_top: dict[str, tuple[str, list[str]]] = {}
     for path in existing:
         try:
-            repo = discover(_nearest_dir(os.path.dirname(path)))
+            repo = discover(nearest_directory(os.path.dirname(path)))
             if repo.toplevel_text is None:
                 continue
             rel = repo_relative(repo, path)

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from guards.errors import GuardsError, RefusedError, UsageError
+from guards.errors import GuardsError, RefusedError, UsageError, first_line
 from guards.git.dirty import read_dirty
 from guards.git.repo import discover
 from guards.protect.rescue import (
@@ -175,7 +175,7 @@ def persist_session(ws: Workspace, session_id: str) -> PersistResult:
     try:
         return checkpoint(_session_workspace(ws, session_id), session_id, command=SESSION_END)
     except GuardsError as e:
-        return PersistResult(session_id, PersistOutcome.FAILED, detail=_one_line(e))
+        return PersistResult(session_id, PersistOutcome.FAILED, detail=first_line(e))
     except OSError as e:
         detail = f"{e.strerror or e} ({e.filename})" if e.filename else str(e.strerror or e)
         return PersistResult(session_id, PersistOutcome.FAILED, detail=detail)
@@ -183,7 +183,7 @@ def persist_session(ws: Workspace, session_id: str) -> PersistResult:
         return PersistResult(
             session_id,
             PersistOutcome.FAILED,
-            detail=f"internal error ({type(e).__name__}: {_one_line(e)})",
+            detail=f"internal error ({type(e).__name__}: {first_line(e)})",
         )
 
 
@@ -424,11 +424,6 @@ def _session_workspace(ws: Workspace, session_id: str) -> Workspace:
                 ):
                     return Workspace(other, ws.config, ws.ledger, session_id)
     return Workspace(ws.repo, ws.config, ws.ledger, session_id)
-
-
-def _one_line(e: BaseException) -> str:
-    lines = str(e).strip().splitlines()
-    return lines[0] if lines else type(e).__name__
 
 
 def end_session(ws: Workspace, session_id: str, *, persist: bool = True) -> PersistResult | None:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 import time
 
-from guards.errors import GuardsError, UsageError
-from guards.git.repo import Repo, discover
+from guards.errors import GuardsError, UsageError, first_line
+from guards.fsutil import nearest_directory
+from guards.git.repo import Discovery, Repo, discover
 from guards.state import identity
 from guards.state.fingerprint import Attribution, fingerprint
 from guards.state.ledger import (
@@ -48,10 +49,13 @@ class Workspace(Value):
         self.caller = caller
 
     @classmethod
-    def open(cls, cwd: str | os.PathLike[str] | None = None) -> Workspace:
+    def open(
+        cls, cwd: str | os.PathLike[str] | None = None, *, discovery: Discovery | None = None
+    ) -> Workspace:
+        """The workspace of ``cwd``; ``discovery``: its git call, already started there."""
         from guards.config import Config
 
-        repo = discover(cwd)
+        repo = discover(cwd) if discovery is None else discovery.repo()
         config = Config(repo.ledger_dir_text)
         lock_timeout = float(config.get("ledger.lock_timeout"))
         ledger = Ledger(repo.ledger_dir_text, lock_timeout=lock_timeout)
@@ -210,6 +214,40 @@ def record_paths(
     from guards.state.repositories import remember
 
     remember(ws.repo)  # for `guards doctor --all` and `guards reap --all`
+
+
+def record_files(
+    sid: str, files: list[str], started: Discovery | None = None
+) -> tuple[list[str], list[str]]:
+    """Record each absolute path for ``sid`` in its own repository (one outside any, or
+    inside ``.git``, is nobody's to attribute): (the paths recorded, one line for each
+    repository whose record failed). The agent hooks' way in, after each edit;
+    ``started``: the discovery of the first path's repository, begun by the caller."""
+    by_repo: dict[str, tuple[Workspace, list[str]]] = {}
+    for path in files:
+        path = os.path.abspath(path)
+        try:
+            where = nearest_directory(os.path.dirname(path))
+            ws = Workspace.open(cwd=where, discovery=started)
+            started = None
+            if ws.repo.toplevel_text is None:  # (text: no pathlib on every edit)
+                continue
+            rel = ws.repo_relative(path)
+        except GuardsError:
+            continue  # outside any repository (or inside .git): nothing to attribute
+        if not rel:
+            continue
+        entry = by_repo.setdefault(ws.repo.worktree_key, (ws, []))
+        entry[1].append(rel)
+    done: list[str] = []
+    problems: list[str] = []
+    for ws, rels in by_repo.values():
+        try:
+            record_paths(ws, sid, rels, source="record")
+            done += rels
+        except GuardsError as e:
+            problems.append(f"cannot record {len(rels)} path(s): {first_line(e)}")
+    return done, problems
 
 
 def attribute(
