@@ -280,6 +280,39 @@ def test_a_turns_end_takes_back_only_its_own_sessions_write_announcements(tmp_pa
     assert barrier.pending_writes(ledger, str(tmp_path)) == ["droid-a.b"]
 
 
+def test_a_submodule_the_second_look_judges_again_is_not_rescued_twice(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found by the full suite (a warm start looked within the racy window of the files'
+    deletion): the second look judged the submodule again and rescued it once more,
+    although the rescue just made inside it held its work as it was (2 or 3 refs for one
+    ``checkout --recurse-submodules .``, once per look until the clock moved on)."""
+    sub = make_repo(repo / "sub", {"A.t": "A\n", "B.t": "B\n"})
+    git(repo, "submodule", "add", "-q", "./sub")
+    git(repo, "commit", "-qm", "sub")
+    for name in ("A.t", "B.t"):
+        (sub / name).unlink()
+    real = snapshot.Capture.take.__func__  # type: ignore[attr-defined]
+    done: list[bool] = []
+
+    def take(cls: type[snapshot.Capture], *args: object, **kw: object) -> snapshot.Capture:
+        cap = real(cls, *args, **kw)
+        if not done:
+            done.append(True)
+            os.utime(sub)  # its stamp changes, its work does not: judged again
+        return cap  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(snapshot.Capture, "take", classmethod(take))
+    monkeypatch.setenv("GUARDS_SESSION", "bob")
+    cmd = cmdline.parse(["checkout", "--recurse-submodules", "."], dict(os.environ), str(repo))
+    guard_command(cmd, report=True)
+    err = capsys.readouterr().err
+    assert done
+    refs = git(sub, "for-each-ref", "--format=%(refname)", "refs/rescue").split()
+    assert len(refs) == 1, (refs, err)
+    assert err.count("in submodule sub/") == 1, err
+
+
 def test_a_fifo_the_second_look_judges_again_is_reported_once(
     repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -13,13 +13,11 @@ import socket
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from guards.protect.receipts import RACY_NS
 from guards.protect.rescue import AtRiskPath, create_refs, rescue_paths
 from guards.state.workspace import Workspace
 from tests.guarded import install_aliases, install_shim, run_via
@@ -581,11 +579,6 @@ def test_rescuing_inside_a_submodule_is_not_taken_for_another_writer(
     git(repo, "commit", "-qm", "sub")
     for f in ("A.t", "B.t"):
         (sub / f).unlink()
-    # Older than the racy window: a submodule stamped within RACY_NS of the look is
-    # judged again, and a prior rescue inside a submodule does not count as holding it
-    # (receipts.still_held), so a warm, fast start rescued it a second time (one more
-    # ref, nothing lost; issue 14's note).
-    time.sleep(2 * RACY_NS / 1e9)
     res = guarded(way, ["checkout", "--recurse-submodules", "."], repo, tmp_path, BOB)
     assert res.returncode == 0, res.stderr
     assert (sub / "A.t").read_text() == "A\n"

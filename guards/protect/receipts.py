@@ -153,13 +153,42 @@ def already_rescued(ws: Workspace, paths: list[str]) -> set[str]:
 
 def still_held(ws: Workspace, paths: list[str], results: list[RescueResult]) -> set[str]:
     """The ``paths`` whose current work-tree and index state one of ``results`` (rescues
-    just made in this repository) holds: unchanged since they were rescued."""
-    sources = [
-        (r.commit, r.index_commit, r.paths)
-        for r in results
-        if r.index_commit is not None and r.paths and r.repository is None
-    ]
-    return held_in(ws, paths, sources) if sources and paths else set()
+    just made) holds: unchanged since they were rescued. A submodule among the paths is
+    held when every dirty path inside it is, by the rescues made in its own repository."""
+
+    def sources_in(repository: str | None) -> list[tuple[str, str, list[str]]]:
+        return [
+            (r.commit, r.index_commit, r.paths)
+            for r in results
+            if r.index_commit is not None and r.paths and r.repository == repository
+        ]
+
+    here = sources_in(None)
+    held = held_in(ws, paths, here) if here and paths else set()
+    for path in paths:
+        inside = sources_in(path.rstrip("/")) if path not in held else []
+        if inside and _submodule_held(ws, path.rstrip("/"), inside):
+            held.add(path)
+    return held
+
+
+def _submodule_held(ws: Workspace, path: str, sources: list[tuple[str, str, list[str]]]) -> bool:
+    """Whether the submodule at ``path`` has dirty work and ``sources`` (rescues made in
+    its repository) hold all of it as it is now."""
+    from guards.errors import GuardsError
+    from guards.git.dirty import read_dirty
+
+    top = os.path.join(ws.repo.worktree_key, path)
+    try:
+        inner = Workspace.open(cwd=top)
+        if inner.repo.toplevel_text is None:
+            return False
+        if os.path.realpath(inner.repo.toplevel_text) != os.path.realpath(top):
+            return False  # not a repository of its own there (any more)
+        dirty = [d.path for d in read_dirty(inner.repo)]
+        return bool(dirty) and held_in(inner, dirty, sources) == set(dirty)
+    except GuardsError:
+        return False  # cannot tell: judged (and rescued) again
 
 
 #: Key of the index file's own signature among the path signatures.
