@@ -79,6 +79,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from guards.git.repo import Repo
     from guards.protect.rescue import RescueResult
     from guards.state.workspace import Workspace
 
@@ -732,13 +733,14 @@ def record_files(sid: str, files: list[str]) -> list[str]:
 # -- session events --------------------------------------------------------------------
 
 
-def frame_text(cwd: str, caller: str | None) -> str:
-    """The frame for a turn starting in ``cwd`` ("" when clean or not a repository)."""
+def frame_text(cwd: str, caller: str | None, repo: Repo | None = None) -> str:
+    """The frame for a turn starting in ``cwd`` ("" when clean or not a repository);
+    ``repo``: its repository, found already (one ``git rev-parse`` less)."""
     from guards.git.repo import NotARepositoryError, discover
     from guards.report import frame
 
     try:
-        repo = discover(cwd)
+        repo = discover(cwd) if repo is None else repo
     except NotARepositoryError:
         return ""
     if repo.toplevel_text is None:  # (text: no pathlib before every prompt)
@@ -769,8 +771,7 @@ def _frame_event(harness: str, event: dict[str, Any], name: str) -> int:
     from guards.errors import GuardsError
 
     try:
-        _touch(cwd, sid, label=f"{harness} session")
-        text = frame_text(cwd, sid)
+        text = frame_text(cwd, sid, _touch(cwd, sid, label=f"{harness} session"))
     except GuardsError as e:  # the frame never blocks the turn it frames
         _say(f"guards agent-hook: frame: {first_line(e)}")
         return 0
@@ -797,9 +798,10 @@ def _export_identity(sid: str | None) -> None:
         _say(f"guards agent-hook: cannot write {env_file}: {e.strerror}")
 
 
-def _touch(cwd: str, sid: str | None, label: str) -> None:
+def _touch(cwd: str, sid: str | None, label: str) -> Repo | None:
+    """The session is alive (one journal record); returns the repository it touched."""
     if sid is None:
-        return
+        return None
     import time
 
     from guards.git.repo import NotARepositoryError
@@ -808,12 +810,13 @@ def _touch(cwd: str, sid: str | None, label: str) -> None:
     try:
         ws = Workspace.open(cwd=cwd)
     except NotARepositoryError:
-        return
+        return None
     # One journal record: the label and worktree fill only empty fields.
     ws.ledger.append([touch_record(sid, time.time(), label, ws.repo.toplevel_text)])
     ledger = _ledger_dir(cwd)
     if ledger is not None:  # the shell gate answers only where the markers' folder is
         os.makedirs(os.path.join(ledger, OBSERVE_DIR), exist_ok=True)
+    return ws.repo
 
 
 def _persist(ws: Workspace, sid: str) -> None:
