@@ -280,6 +280,28 @@ def test_a_turns_end_takes_back_only_its_own_sessions_write_announcements(tmp_pa
     assert barrier.pending_writes(ledger, str(tmp_path)) == ["droid-a.b"]
 
 
+def touch_after_the_first_snapshot(
+    monkeypatch: pytest.MonkeyPatch, path: Path, *, settle: bool = False
+) -> list[bool]:
+    """``path``'s stamp changes right after the first rescue's snapshot: the look before
+    git runs judges it again. ``settle``: and it is no longer racy when that look signs
+    it. Returns a list that holds True once that happened."""
+    real = snapshot.Capture.take.__func__  # type: ignore[attr-defined]
+    done: list[bool] = []
+
+    def take(cls: type[snapshot.Capture], *args: object, **kw: object) -> snapshot.Capture:
+        cap = real(cls, *args, **kw)
+        if not done:
+            done.append(True)
+            os.utime(path)
+            if settle:
+                time.sleep(0.05)
+        return cap  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(snapshot.Capture, "take", classmethod(take))
+    return done
+
+
 def test_a_submodule_the_second_look_judges_again_is_not_rescued_twice(
     repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -292,17 +314,7 @@ def test_a_submodule_the_second_look_judges_again_is_not_rescued_twice(
     git(repo, "commit", "-qm", "sub")
     for name in ("A.t", "B.t"):
         (sub / name).unlink()
-    real = snapshot.Capture.take.__func__  # type: ignore[attr-defined]
-    done: list[bool] = []
-
-    def take(cls: type[snapshot.Capture], *args: object, **kw: object) -> snapshot.Capture:
-        cap = real(cls, *args, **kw)
-        if not done:
-            done.append(True)
-            os.utime(sub)  # its stamp changes, its work does not: judged again
-        return cap  # type: ignore[no-any-return]
-
-    monkeypatch.setattr(snapshot.Capture, "take", classmethod(take))
+    done = touch_after_the_first_snapshot(monkeypatch, sub)  # its work is the same
     monkeypatch.setenv("GUARDS_SESSION", "bob")
     cmd = cmdline.parse(["checkout", "--recurse-submodules", "."], dict(os.environ), str(repo))
     guard_command(cmd, report=True)
@@ -319,25 +331,12 @@ def test_a_fifo_the_second_look_judges_again_is_reported_once(
     """The second look judges again what changed since the first, and a FIFO left out of
     the rescue was reported each time it was judged (CI saw it twice: a warm start looked
     within the racy window of the FIFO's creation)."""
-    import time
-
     fifo = repo / "b.txt"
     fifo.unlink()
     os.mkfifo(fifo)
     (repo / "a.txt").write_text("alice\n")
     record(repo, "alice", "a.txt")
-    real = snapshot.Capture.take.__func__  # type: ignore[attr-defined]
-    done: list[bool] = []
-
-    def take(cls: type[snapshot.Capture], *args: object, **kw: object) -> snapshot.Capture:
-        cap = real(cls, *args, **kw)
-        if not done:
-            done.append(True)
-            os.utime(fifo)  # changed since the first look: judged again
-            time.sleep(0.05)  # and no longer racy when the second look signs it
-        return cap  # type: ignore[no-any-return]
-
-    monkeypatch.setattr(snapshot.Capture, "take", classmethod(take))
+    done = touch_after_the_first_snapshot(monkeypatch, fifo, settle=True)
     monkeypatch.setenv("GUARDS_SESSION", "bob")
     guard_command(cmdline.parse(["reset", "--hard"], dict(os.environ), str(repo)), report=True)
     err = capsys.readouterr().err
