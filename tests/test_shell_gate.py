@@ -189,7 +189,14 @@ def test_a_destructive_line_reaches_python_with_its_event_intact(repo: Path) -> 
 
 @pytest.mark.parametrize(
     "why",
-    ["spaced JSON", "a quote in the command", "no session", "blank session", "disabled"],
+    [
+        "spaced JSON",
+        "a quote in the command",
+        "no session",
+        "blank session",
+        "disabled",
+        "a command list before a command string",
+    ],
 )
 def test_events_the_shell_cannot_be_sure_of_go_to_python(repo: Path, why: str) -> None:
     event = shell_event(repo, "touch made.txt")
@@ -202,6 +209,10 @@ def test_events_the_shell_cannot_be_sure_of_go_to_python(repo: Path, why: str) -
         body = compact({k: v for k, v in event.items() if k != "session_id"})
     elif why == "blank session":
         body = compact({**event, "session_id": " "})
+    elif why == "a command list before a command string":
+        # Python reads tool_input's command (the list: git); the gate must not read "ls".
+        listed = {**event, "tool_input": {"command": ["git", "status"]}, "x": {"command": "ls"}}
+        body = compact(listed)
     else:
         env = {"GUARDS_DISABLE": "1"}
     res = run_installed(repo, body, env=env)

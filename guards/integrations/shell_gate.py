@@ -120,11 +120,12 @@ def _value(var: str, key: str) -> str:
     import shlex
 
     opening = shlex.quote(f'"{key}":"')
-    again = shlex.quote(f'"{key}":')
+    key_only = shlex.quote(f'"{key}":')
     return (
+        # Twice anywhere (a list before a string, say): Python reads which one counts.
+        f"case $_gp in *{key_only}*{key_only}*) return 1;; esac; "
         f"{var}=${{_gp#*{opening}}}; "
         f'[ "${var}" != "$_gp" ] || return 1; '
-        f"case ${var} in *{again}*) return 1;; esac; "
         f"{var}=${{{var}%%'\"'*}};"
     )
 
