@@ -8,14 +8,14 @@ therefore begins with a POSIX ``sh`` test of the event as the harness sent it. W
 is sure of the answer, the shell writes the line's start marker itself, exits 0 and no
 Python runs; whenever it is not sure, the event goes to Python untouched.
 
-The shell is sure only of a compact JSON event holding no backslash at all (then no
-string in it holds an escaped quote, a newline or a ``\\u`` escape, so a value ends at
-the next quote), naming the harness's tool-start event and shell tool, whose command
-holds no ``git`` in any case, no ``>`` and no word :func:`names_destroyer` would name
-(split on the same characters), with an absolute ``cwd`` (no ``.`` or ``..`` part)
-inside a checkout whose ``.git`` is a directory and whose ``<.git>/guards/observe``
-exists, and no ``directory``, ``dir_path`` or ``workdir`` that would move the line
-elsewhere. The marker it writes is
+The shell is sure only of a short (:data:`MAX_EVENT`), compact JSON event holding no
+backslash at all (then no string in it holds an escaped quote, a newline or a ``\\u``
+escape, so a value ends at the next quote), each key it reads in it once, naming the
+harness's tool-start event and shell tool, whose command holds no ``git`` in any case,
+no ``>`` and no word :func:`names_destroyer` would name (split on the same characters),
+with an absolute ``cwd`` (no ``.`` or ``..`` part) inside a checkout whose ``.git`` is a
+directory and whose ``<.git>/guards/observe`` exists, and no ``directory``,
+``dir_path`` or ``workdir`` that would move the line elsewhere. The marker it writes is
 the raw event, ``_shell.<pid>-<n>.json`` (no session id starts with ``_``); the line's
 end (Python) reads such markers as the events they hold (:func:`pending`), and the
 marker's change time is the line's start, as for the markers Python writes. (A file the
@@ -49,6 +49,8 @@ GATED = {
 PENDING_PREFIX = "_shell."
 #: Keys that move where a line runs (Qwen's, Gemini's, Codex's): Python reads those.
 _ELSEWHERE = ("directory", "dir_path", "workdir")
+#: The longest event (characters) the shell reads itself; a longer one goes to Python.
+MAX_EVENT = 4096
 #: Names the shell tries for its marker before it leaves the event to Python.
 _TRIES = 8
 
@@ -79,10 +81,17 @@ def _gate_function(harness: str) -> str:
     ifs = shlex.quote(" " + "".join(sorted(set(SEPARATORS) | {"\t", "\n"})))
     observe = shlex.quote(f"/.git/guards/{OBSERVE_DIR}")
     marker = f'"$_go/{PENDING_PREFIX}$$-$_gn.json"'
+    # Each key the gate reads, once in the whole event (nested twice: Python decides).
+    twice = "|".join(
+        "*" + shlex.quote(f'"{k}":') + "*" + shlex.quote(f'"{k}":') + "*"
+        for k in ("hook_event_name", "tool_name", "session_id")
+    )
     return (
         "_guards_gate() { "
         '[ -z "${GUARDS_DISABLE-}" ] || return 1; '
-        f"case $_gp in *\\\\*|{elsewhere}) return 1;; esac; "
+        # dash's ${x#pattern} tries each prefix: quadratic in a long event (1 MB took 3 min).
+        f'[ "${{#_gp}}" -le {MAX_EVENT} ] || return 1; '
+        f"case $_gp in *\\\\*|{elsewhere}|{twice}) return 1;; esac; "
         f"case $_gp in {field('hook_event_name', event)}) ;; *) return 1;; esac; "
         f"case $_gp in {field('tool_name', tool)}) ;; *) return 1;; esac; "
         f"case $_gp in {session}) ;; *) return 1;; esac; "
