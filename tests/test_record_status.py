@@ -363,3 +363,22 @@ def test_a_status_longer_than_the_terminal_goes_through_the_pager(
     paged.unlink()
     shown = _status_on_a_terminal(repo, 100, pager)  # it fits: no pager
     assert b"new-29.txt" in shown and not paged.exists()
+
+
+def test_an_edit_outside_any_repository_does_not_keep_the_next_file_from_its_record(
+    tmp_path: Path,
+) -> None:
+    """The agent hooks' record of edited files starts the first file's discovery early;
+    when that file lies outside any repository, the next file finds its own."""
+    from guards.git.repo import Discovery
+    from guards.state.workspace import record_files
+    from tests.helpers import make_repo
+
+    outside = tmp_path / "plain" / "notes.txt"
+    outside.parent.mkdir()
+    outside.write_text("x\n")
+    repo = make_repo(tmp_path / "repo")
+    (repo / "README").write_text("mine\n")
+    started = Discovery(str(outside.parent))
+    done, problems = record_files("s1", [str(outside), str(repo / "README")], started)
+    assert (done, problems) == (["README"], [])

@@ -228,8 +228,8 @@ def record_files(
         path = os.path.abspath(path)
         try:
             where = nearest_directory(os.path.dirname(path))
-            ws = Workspace.open(cwd=where, discovery=started)
-            started = None
+            discovery, started = started, None  # the first path's only, even if it fails
+            ws = Workspace.open(cwd=where, discovery=discovery)
             if ws.repo.toplevel_text is None:  # (text: no pathlib on every edit)
                 continue
             rel = ws.repo_relative(path)
