@@ -346,3 +346,14 @@ def test_a_session_s_start_makes_the_folder_the_gate_needs(tmp_path: Path) -> No
     assert res.returncode == 0, res.stderr
     assert run_installed(fresh, compact(shell_event(fresh, "ls"))).returncode == 0
     assert len(gated(fresh)) == 1  # the session's first line already needs no Python
+
+
+def test_without_cat_on_path_the_event_still_reaches_python(repo: Path, tmp_path: Path) -> None:
+    """The gate reads the event with cat; where the harness's PATH has no cat, the event
+    is still on stdin and the hook's Python reads it as before the gate existed."""
+    only_sh = tmp_path / "bin"
+    only_sh.mkdir()
+    (only_sh / "sh").symlink_to("/bin/sh")
+    res = run_installed(repo, compact(shell_event(repo, "ls")), env={"PATH": str(only_sh)})
+    assert (res.returncode, res.stdout) == (0, ""), res.stderr
+    assert markers(repo) == [f"{BOB}.toolu_1.json"]  # Python's own

@@ -63,8 +63,10 @@ def gated(harness: str, event: str) -> bool:
 def gate_script(harness: str, fallback: str) -> str:
     """The hook script with the gate: the event read from stdin, answered by the shell
     when it is sure, else handed to ``fallback`` (the ordinary script) on its stdin."""
-    return f"{_gate_function(harness)} _gp=$(cat); if _guards_gate; then exit 0; fi; " + (
-        f"printf '%s' \"$_gp\" | {{ {fallback}; }}; exit"
+    # Without cat (a harness's odd PATH) the event is still on stdin: for the script.
+    return (
+        f"{_gate_function(harness)} if _gp=$(cat); then if _guards_gate; then exit 0; fi; "
+        f"printf '%s' \"$_gp\" | {{ {fallback}; }}; exit; fi; {fallback}"
     )
 
 
