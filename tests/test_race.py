@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -281,11 +282,15 @@ def test_a_turns_end_takes_back_only_its_own_sessions_write_announcements(tmp_pa
 
 
 def touch_after_the_first_snapshot(
-    monkeypatch: pytest.MonkeyPatch, path: Path, *, settle: bool = False
+    monkeypatch: pytest.MonkeyPatch,
+    path: Path,
+    *,
+    settle: bool = False,
+    then: Callable[[], object] | None = None,
 ) -> list[bool]:
-    """``path``'s stamp changes right after the first rescue's snapshot: the look before
-    git runs judges it again. ``settle``: and it is no longer racy when that look signs
-    it. Returns a list that holds True once that happened."""
+    """``path``'s stamp changes right after the first rescue's snapshot (and ``then``
+    runs): the look before git runs judges it again. ``settle``: and it is no longer
+    racy when that look signs it. Returns a list that holds True once that happened."""
     real = snapshot.Capture.take.__func__  # type: ignore[attr-defined]
     done: list[bool] = []
 
@@ -293,6 +298,8 @@ def touch_after_the_first_snapshot(
         cap = real(cls, *args, **kw)
         if not done:
             done.append(True)
+            if then is not None:
+                then()
             os.utime(path)
             if settle:
                 time.sleep(0.05)
@@ -323,6 +330,31 @@ def test_a_submodule_the_second_look_judges_again_is_not_rescued_twice(
     refs = git(sub, "for-each-ref", "--format=%(refname)", "refs/rescue").split()
     assert len(refs) == 1, (refs, err)
     assert err.count("in submodule sub/") == 1, err
+
+
+def test_work_new_in_a_submodule_since_its_rescue_is_rescued_before_git_runs(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The other side of the test above: a tracked file changed in the submodule after
+    the rescue inside it is not held by that rescue, so the look before git runs rescues
+    it before the checkout overwrites it."""
+    sub = make_repo(repo / "sub", {"A.t": "A\n", "B.t": "B\n"})
+    git(repo, "submodule", "add", "-q", "./sub")
+    git(repo, "commit", "-qm", "sub")
+    (sub / "A.t").unlink()
+    late = sub / "B.t"
+    done = touch_after_the_first_snapshot(
+        monkeypatch, sub, then=lambda: late.write_text("written meanwhile\n")
+    )
+    monkeypatch.setenv("GUARDS_SESSION", "bob")
+    cmd = cmdline.parse(["checkout", "--recurse-submodules", "."], dict(os.environ), str(repo))
+    guard_command(cmd, report=True)
+    err = capsys.readouterr().err
+    assert done
+    refs = git(sub, "for-each-ref", "--format=%(refname)", "refs/rescue").split()
+    assert len(refs) == 2, (refs, err)
+    kept = [git(sub, "show", f"{ref}:B.t", check=False) for ref in refs]
+    assert "written meanwhile\n" in kept, kept
 
 
 def test_a_fifo_the_second_look_judges_again_is_reported_once(

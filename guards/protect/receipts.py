@@ -185,7 +185,8 @@ def _submodule_held(ws: Workspace, path: str, sources: list[tuple[str, str, list
             return False
         if os.path.realpath(inner.repo.toplevel_text) != os.path.realpath(top):
             return False  # not a repository of its own there (any more)
-        dirty = [d.path for d in read_dirty(inner.repo)]
+        # Ignored files too: one the rescue does not hold means "not held" (rescued again).
+        dirty = [d.path for d in read_dirty(inner.repo, ignored=True)]
         return bool(dirty) and held_in(inner, dirty, sources) == set(dirty)
     except GuardsError:
         return False  # cannot tell: judged (and rescued) again
