@@ -309,6 +309,26 @@ def touch_after_the_first_snapshot(
     return done
 
 
+def _submodule(repo: Path) -> Path:
+    """A submodule ``sub`` (A.t, B.t), committed in ``repo``, its git directory inside."""
+    sub = make_repo(repo / "sub", {"A.t": "A\n", "B.t": "B\n"})
+    git(repo, "submodule", "add", "-q", "./sub")
+    git(repo, "commit", "-qm", "sub")
+    return sub
+
+
+def _guard_recursing_checkout(
+    repo: Path, sub: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[list[str], str]:
+    """Bob's ``checkout --recurse-submodules .`` through the guard: the rescue refs made
+    inside ``sub``, and what the guard said."""
+    monkeypatch.setenv("GUARDS_SESSION", "bob")
+    cmd = cmdline.parse(["checkout", "--recurse-submodules", "."], dict(os.environ), str(repo))
+    guard_command(cmd, report=True)
+    err = capsys.readouterr().err
+    return git(sub, "for-each-ref", "--format=%(refname)", "refs/rescue").split(), err
+
+
 def test_a_submodule_the_second_look_judges_again_is_not_rescued_twice(
     repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -316,18 +336,12 @@ def test_a_submodule_the_second_look_judges_again_is_not_rescued_twice(
     deletion): the second look judged the submodule again and rescued it once more,
     although the rescue just made inside it held its work as it was (2 or 3 refs for one
     ``checkout --recurse-submodules .``, once per look until the clock moved on)."""
-    sub = make_repo(repo / "sub", {"A.t": "A\n", "B.t": "B\n"})
-    git(repo, "submodule", "add", "-q", "./sub")
-    git(repo, "commit", "-qm", "sub")
+    sub = _submodule(repo)
     for name in ("A.t", "B.t"):
         (sub / name).unlink()
     done = touch_after_the_first_snapshot(monkeypatch, sub)  # its work is the same
-    monkeypatch.setenv("GUARDS_SESSION", "bob")
-    cmd = cmdline.parse(["checkout", "--recurse-submodules", "."], dict(os.environ), str(repo))
-    guard_command(cmd, report=True)
-    err = capsys.readouterr().err
+    refs, err = _guard_recursing_checkout(repo, sub, monkeypatch, capsys)
     assert done
-    refs = git(sub, "for-each-ref", "--format=%(refname)", "refs/rescue").split()
     assert len(refs) == 1, (refs, err)
     assert err.count("in submodule sub/") == 1, err
 
@@ -338,20 +352,14 @@ def test_work_new_in_a_submodule_since_its_rescue_is_rescued_before_git_runs(
     """The other side of the test above: a tracked file changed in the submodule after
     the rescue inside it is not held by that rescue, so the look before git runs rescues
     it before the checkout overwrites it."""
-    sub = make_repo(repo / "sub", {"A.t": "A\n", "B.t": "B\n"})
-    git(repo, "submodule", "add", "-q", "./sub")
-    git(repo, "commit", "-qm", "sub")
+    sub = _submodule(repo)
     (sub / "A.t").unlink()
     late = sub / "B.t"
     done = touch_after_the_first_snapshot(
         monkeypatch, sub, then=lambda: late.write_text("written meanwhile\n")
     )
-    monkeypatch.setenv("GUARDS_SESSION", "bob")
-    cmd = cmdline.parse(["checkout", "--recurse-submodules", "."], dict(os.environ), str(repo))
-    guard_command(cmd, report=True)
-    err = capsys.readouterr().err
+    refs, err = _guard_recursing_checkout(repo, sub, monkeypatch, capsys)
     assert done
-    refs = git(sub, "for-each-ref", "--format=%(refname)", "refs/rescue").split()
     assert len(refs) == 2, (refs, err)
     kept = [git(sub, "show", f"{ref}:B.t", check=False) for ref in refs]
     assert "written meanwhile\n" in kept, kept
