@@ -191,6 +191,29 @@ def path_without_guards(path: str | None = None) -> str:
     )
 
 
+def half_upgraded(text: str, tmp_path: Path) -> str:
+    """An installed artifact's ``text`` whose recorded guards package is there (its
+    marker file, for the shell's test) but cannot be imported, as in a venv recreated
+    without guards or a package half-replaced by an upgrade: the artifacts start Python
+    with the recorded import roots (installation.import_roots), so only a broken package
+    at the root stops the import."""
+    import shlex
+
+    from guards.integrations.installation import import_roots, package_marker
+
+    fake = tmp_path / "half-upgraded"
+    (fake / "guards").mkdir(parents=True)
+    (fake / "guards" / "__init__.py").write_text("")
+    (fake / "guards" / "main.py").write_text("")
+    root = import_roots()[0][0]
+    in_quotes = "+ [" + repr(root).replace("'", "'\"'\"'")  # repr inside sh's '...'
+    assert in_quotes in text and shlex.quote(package_marker()) in text
+    fake_root = "+ [" + repr(str(fake)).replace("'", "'\"'\"'")
+    return text.replace(in_quotes, fake_root).replace(
+        shlex.quote(package_marker()), shlex.quote(str(fake / "guards" / "main.py"))
+    )
+
+
 def disposable_python(venv: Path) -> Path:
     """A venv at ``venv`` whose ``bin/python3`` (a symlink to this Python) a test can
     delete, and that finds guards and its dependencies as this one does: the installed

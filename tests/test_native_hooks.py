@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from tests.helpers import (
     attributed,
     commit_file,
     git,
+    half_upgraded,
     head,
     make_repo,
     path_without_guards,
@@ -324,13 +324,10 @@ def test_native_pre_push_sees_every_ref_and_the_user_hook_gets_the_same_input(
 
 
 def test_a_missing_guards_warns_and_never_blocks_git(repo: Path, tmp_path: Path) -> None:
-    venv = tmp_path / "venv-without-guards"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    bare_python = str(venv / "bin" / "python")
     discover_repo = discover(repo)
     install_native_hooks(discover_repo)
     hook = repo / ".git/hooks/pre-commit"
-    hook.write_bytes(render_script("pre-commit", python=bare_python))
+    hook.write_text(half_upgraded(render_script("pre-commit").decode(), tmp_path))
     (repo / "README").write_text("agent a\n")
     record(repo, "agent-a", "README")  # would be refused if guards ran
     git(repo, "add", "README")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+import guards
 from tests.helpers import git, path_without_guards, record, run_guards
 
 #: Stand-ins for a project's own modules that happen to share a standard library name.
@@ -148,3 +149,64 @@ def test_a_guards_that_cannot_start_says_so_in_one_line_and_exits_as_asked(
     quiet = python_launch("no_such_module:main", "", 1)
     res = subprocess.run([sys.executable, *shlex.split(quiet)], capture_output=True, text=True)
     assert (res.returncode, res.stderr) == (1, "")
+
+
+def test_an_artifact_starts_python_without_site_and_with_the_recorded_roots(
+    tmp_path: Path,
+) -> None:
+    # No site: a venv's .pth files (1 ms each call in a fresh venv, tens of ms where they
+    # import packages) are not processed; guards and its dependencies come from the
+    # directories recorded when the artifact was written, and nothing else is added.
+    import shlex
+    import sys
+
+    from guards.integrations.installation import import_roots, python_launch
+
+    roots, files = import_roots()
+    assert files and all(os.path.isfile(f) for f in files)  # filelock, platformdirs ...
+    probe = tmp_path / "probe"
+    (probe / "guards_probe").mkdir(parents=True)
+    (probe / "guards_probe" / "__init__.py").write_text(
+        "import sys\n"
+        "def main(argv):\n"
+        "    print(repr((sys.flags.no_site, 'site' in sys.modules, sys.path[-len(argv):])))\n"
+        "    return 0\n"
+    )
+    launch = python_launch("guards_probe:main", "the probe", 7).replace(
+        "+ [", "+ [" + repr(str(probe)).replace("'", "'\"'\"'") + ", ", 1
+    )
+    res = subprocess.run(
+        [sys.executable, *shlex.split(launch), *roots], capture_output=True, text=True
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == repr((1, False, roots))
+
+
+def test_an_artifact_refuses_at_once_when_a_recorded_dependency_is_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A dependency uninstalled since the artifact was written would fail half-way (a
+    # lock not taken, a setting not read): the artifact says so before guards starts.
+    import shlex
+    import sys
+
+    from guards.integrations import installation
+
+    roots, files = installation.import_roots()
+    gone = str(tmp_path / "site-packages" / "filelock" / "__init__.py")
+    monkeypatch.setattr(installation, "import_roots", lambda: (roots, [*files, gone]))
+    launch = installation.python_launch("guards.main:main", "the x hook", 7)
+    res = subprocess.run(
+        [sys.executable, *shlex.split(launch), "--version"], capture_output=True, text=True
+    )
+    assert res.returncode == 7 and res.stdout == ""
+    assert res.stderr == (
+        "the x hook: guards cannot run (FileNotFoundError: [Errno 2] No such file or "
+        f"directory: {gone!r})\n"
+    )
+    monkeypatch.undo()
+    fine = installation.python_launch("guards.main:main", "the x hook", 7)
+    ok = subprocess.run(
+        [sys.executable, *shlex.split(fine), "--version"], capture_output=True, text=True
+    )
+    assert (ok.returncode, ok.stdout) == (0, f"guards {guards.__version__}\n"), ok.stderr

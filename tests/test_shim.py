@@ -14,7 +14,7 @@ import pytest
 from guards.integrations.installation import shim_text
 from guards.predict.cmdline import DESTRUCTIVE_SUBCOMMANDS
 from tests.guarded import install_aliases, install_shim, run_via
-from tests.helpers import git, path_without_guards, run_guards
+from tests.helpers import git, half_upgraded, path_without_guards, run_guards
 
 BOB = {"GUARDS_SESSION": "bob"}
 
@@ -126,19 +126,17 @@ def test_passthrough_starts_no_python(busy_repo: Path, tmp_path: Path) -> None:
 
 def test_shim_refuses_when_guards_cannot_be_imported(busy_repo: Path, tmp_path: Path) -> None:
     # The recorded interpreter is there, and so is the guards package it ran from, but
-    # that interpreter cannot import it (a venv recreated without guards).
-    venv = tmp_path / "venv-without-guards"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    # that interpreter cannot import it (a package half-replaced by an upgrade).
     directory = tmp_path / "broken"
     directory.mkdir()
-    text = shim_text(directory).replace(sys.executable, str(venv / "bin" / "python"))
+    text = half_upgraded(shim_text(directory), tmp_path)
     (directory / "git").write_text(text)
     (directory / "git").chmod(0o755)
     res = run_via("shim", ["reset", "--hard"], busy_repo, shim_dir=directory)
     assert res.returncode == 20, res.stderr
     line = res.stderr.decode()
     assert line.startswith("guards-shim: refusing this git command: guards cannot run (")
-    assert "No module named 'guards'" in line and "GUARDS_DISABLE=1" in line
+    assert "No module named 'guards.commands'" in line and "GUARDS_DISABLE=1" in line
     assert line.count("\n") == 1
     assert (busy_repo / "README").read_text() == "dirty\n"
     ok = run_via("shim", ["log", "--oneline"], busy_repo, shim_dir=directory)
