@@ -15,7 +15,7 @@ from guards.commands.agent_hook import session_for
 from guards.protect import receipts
 from guards.protect.guard import guard_line
 from guards.state.observation import observe
-from tests.helpers import git, make_repo, run_agent_hook, run_guards
+from tests.helpers import attributed, git, make_repo, run_agent_hook, run_guards
 
 BOB = session_for("claude", "bob")
 
@@ -785,6 +785,21 @@ def test_a_hook_event_imports_only_what_it_needs(repo: Path, event: dict[str, An
     _assert_lean_hook(repo, event)
 
 
+def test_an_edit_is_recorded_without_reading_the_settings(repo: Path) -> None:
+    # Settings are a module and two files to read (and tomllib where a file exists) on
+    # every edit; a record needs none of them (a compaction's lock timeout, when asked).
+    (repo / ".git/guards").mkdir(parents=True, exist_ok=True)
+    (repo / ".git/guards/config.toml").write_text("[ledger]\nlock_timeout = 3\n")
+    event = {
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": "README"},
+        "tool_response": {},
+    }
+    _assert_lean_hook(repo, event, also=("guards.config", "tomllib", "tomli"))
+    assert attributed(repo) == {"README": session_for("claude", "s1")}
+
+
 def test_a_line_s_end_that_takes_the_shell_gate_s_marker_stays_lean(repo: Path) -> None:
     start = {"session_id": "s1", "cwd": str(repo), "tool_use_id": "toolu_1"}
     start.update(hook_event_name="PreToolUse", tool_name="Bash", tool_input={"command": "ls"})
@@ -810,7 +825,7 @@ def test_a_destructive_line_over_only_the_sessions_own_work_imports_no_rescue_ma
     assert rescue_refs(repo) == []
 
 
-def _assert_lean_hook(repo: Path, event: dict[str, Any]) -> None:
+def _assert_lean_hook(repo: Path, event: dict[str, Any], also: tuple[str, ...] = ()) -> None:
     from tests.helpers import PROJECT_ROOT
 
     payload = {"session_id": "s1", "cwd": str(repo), "tool_use_id": "toolu_1", **event}
@@ -819,7 +834,8 @@ def _assert_lean_hook(repo: Path, event: dict[str, Any]) -> None:
         f"sys.path.insert(0, {str(PROJECT_ROOT)!r})\n"
         "from guards.commands.agent_hook import fast_main\n"
         "status = fast_main(['claude'])\n"
-        f"print([m for m in {HOOK_NEVER_IMPORTS!r} if m in sys.modules], status, file=sys.stderr)\n"
+        f"print([m for m in {HOOK_NEVER_IMPORTS + also!r} if m in sys.modules], status, "
+        "file=sys.stderr)\n"
     )
     res = subprocess.run(
         [sys.executable, "-S", "-c", code],

@@ -139,3 +139,22 @@ def test_a_fleet_goes_from_worktree_add_to_land_to_reap_all_losing_nothing(
     assert kept["scratch.txt"] == "never committed\n"
     assert kept["half.txt"] == "half done\n"
     assert git(repo, "show", "main:feature.txt") == "landed work\n"
+
+
+def test_a_registered_repository_is_found_without_parsing_the_registry(
+    tmp_path: Path,
+) -> None:
+    # Every record asks; a listed repository is found by a byte search of the file as
+    # the registry writes it (it once searched a spaced form it never wrote, and parsed
+    # the whole registry on every agent edit).
+    from guards.state.repositories import _listed_verbatim
+
+    repo = make_repo(tmp_path / "repo")
+    other = make_repo(tmp_path / "repo-other")
+    assert not _listed_verbatim(git_dir(repo))
+    for each in (other, repo):
+        (each / "README").write_text("mine\n")
+        assert run_guards("record", "--session", "s", "README", cwd=each).returncode == 0
+    assert _listed_verbatim(git_dir(repo)) and _listed_verbatim(git_dir(other))
+    assert not _listed_verbatim(git_dir(repo)[:-1])  # a prefix of a listed path is not
+    assert not _listed_verbatim(str(tmp_path / "repo"))

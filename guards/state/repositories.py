@@ -92,9 +92,15 @@ def known() -> list[KnownRepository]:
     return list(seen.values())
 
 
+def _entry_start(git_dir: str) -> bytes:
+    """How :func:`_append` starts the line of ``git_dir`` (the same serializer)."""
+    return jsontext.dumps({"git_dir": git_dir, "added": 0})[: -len("0}")].encode()
+
+
 def _listed_verbatim(git_dir: str) -> bool:
     """A plain path is written in the registry exactly as it is (JSON needs no escape):
-    found there, it is registered, and no JSON parsing is needed."""
+    found at the start of a line as :func:`_append` writes it, it is registered, and no
+    JSON parsing is needed (a registry of an older format is parsed instead)."""
     if any(c in git_dir for c in '"\\') or not git_dir.isascii() or not git_dir.isprintable():
         return False
     try:
@@ -102,7 +108,8 @@ def _listed_verbatim(git_dir: str) -> bool:
             raw = f.read()
     except OSError:
         return False
-    return f'"git_dir": "{git_dir}"'.encode() in raw
+    line = _entry_start(git_dir)
+    return raw.startswith(line) or b"\n" + line in raw
 
 
 def remember(repo: Repo) -> None:

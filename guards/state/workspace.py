@@ -40,26 +40,42 @@ class Workspace(Value):
     """The repository, its settings and ledger, and the calling session (None when
     unidentified)."""
 
-    __slots__ = ("caller", "config", "ledger", "repo")
+    __slots__ = ("_config", "caller", "ledger", "repo")
 
-    def __init__(self, repo: Repo, config: Config, ledger: Ledger, caller: str | None) -> None:
+    def __init__(
+        self, repo: Repo, config: Config | None, ledger: Ledger, caller: str | None
+    ) -> None:
         self.repo = repo
-        self.config = config
+        self._config = config
         self.ledger = ledger
         self.caller = caller
+
+    @property
+    def config(self) -> Config:
+        """The repository's settings, read when first asked for: an agent's edit is
+        recorded without importing or reading them (a compaction's lock timeout is the
+        one setting a record may need)."""
+        if self._config is None:
+            from guards.config import Config
+
+            self._config = Config(self.repo.ledger_dir_text)
+        return self._config
 
     @classmethod
     def open(
         cls, cwd: str | os.PathLike[str] | None = None, *, discovery: Discovery | None = None
     ) -> Workspace:
         """The workspace of ``cwd``; ``discovery``: its git call, already started there."""
-        from guards.config import Config
-
         repo = discover(cwd) if discovery is None else discovery.repo()
-        config = Config(repo.ledger_dir_text)
-        lock_timeout = float(config.get("ledger.lock_timeout"))
+        ws: Workspace | None = None
+
+        def lock_timeout() -> float:  # asked by the ledger when it takes its lock
+            assert ws is not None
+            return float(ws.config.get("ledger.lock_timeout"))
+
         ledger = Ledger(repo.ledger_dir_text, lock_timeout=lock_timeout)
-        return cls(repo=repo, config=config, ledger=ledger, caller=identity.caller_id())
+        ws = cls(repo=repo, config=None, ledger=ledger, caller=identity.caller_id())
+        return ws
 
     def read_ledger(
         self, *, rescues: bool = False
