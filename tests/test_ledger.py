@@ -343,6 +343,48 @@ def test_a_torn_record_is_skipped_and_later_records_count(tmp_path: Path) -> Non
     assert set(ledger.read().paths["/w"]) == {"before", "after"}
 
 
+def test_a_zero_filled_tail_hides_no_record_and_is_no_corruption(tmp_path: Path) -> None:
+    """What a machine crash can leave of appends never flushed: the journal grew, their
+    bytes are zeros. The records before them count, the ledger stays trusted, and
+    records appended after them count too."""
+    from guards.state.ledger import op_attribute
+
+    ledger = Ledger(tmp_path / "guards")
+    ledger.append([op_attribute("/w", "before", _attribution("s"))])
+    with open(ledger.journal_path, "ab") as f:
+        f.write(b"\0" * 300)
+    assert set(ledger.read().paths["/w"]) == {"before"}
+    with open(ledger.journal_path, "ab") as f:
+        f.write(b'\x1e["a","/w","half\0\0\0')  # a record's first bytes, then zeros
+    ledger.append([op_attribute("/w", "after", _attribution("s"))])
+    assert set(ledger.read().paths["/w"]) == {"before", "after"}
+    assert ledger.compact()
+    assert set(ledger.read().paths["/w"]) == {"before", "after"}
+
+
+def test_everyday_records_are_not_flushed_and_the_rescue_log_is(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent's edits and prompts append without fdatasync (their own files are not
+    flushed either; a record lost in a machine crash leaves a path unattributed, which
+    counts as foreign); what a crash must not lose is flushed."""
+    from guards.state.ledger import op_rescue
+    from guards.state.workspace import Workspace, record_paths
+
+    flushed: list[int] = []
+    real = os.fdatasync
+    monkeypatch.setattr(os, "fdatasync", lambda fd: (flushed.append(fd), real(fd)))
+    (repo / "README").write_text("mine\n")
+    ws = Workspace.open(repo)
+    record_paths(ws, "alice", ["README"])  # creates the journal (its header is flushed)
+    flushed.clear()
+    record_paths(ws, "alice", ["README"])
+    assert flushed == []
+    ws.ledger.append([op_rescue({"ref": "refs/rescue/x"})])
+    assert len(flushed) == 1
+    assert ws.ledger.read().rescues == [{"ref": "refs/rescue/x"}]
+
+
 def test_a_complete_record_that_does_not_decode_makes_the_ledger_untrusted(
     tmp_path: Path,
 ) -> None:

@@ -125,7 +125,7 @@ def _heartbeat(args: argparse.Namespace) -> int:
     if session_id is None:
         raise UsageError(f"which session? give --session or set {sessions.SESSION_ENV}")
     _warn_if_typo(ws, session_id)
-    ws.ledger.append([touch_record(session_id, time.time())])
+    ws.ledger.append([touch_record(session_id, time.time())], durable=False)
     return ExitCode.OK
 
 

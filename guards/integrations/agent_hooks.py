@@ -812,7 +812,7 @@ def _touch(cwd: str, sid: str | None, label: str) -> Repo | None:
     except NotARepositoryError:
         return None
     # One journal record: the label and worktree fill only empty fields.
-    ws.ledger.append([touch_record(sid, time.time(), label, ws.repo.toplevel_text)])
+    ws.ledger.append([touch_record(sid, time.time(), label, ws.repo.toplevel_text)], durable=False)
     ledger = _ledger_dir(cwd)
     if ledger is not None:  # the shell gate answers only where the markers' folder is
         os.makedirs(os.path.join(ledger, OBSERVE_DIR), exist_ok=True)
@@ -870,7 +870,8 @@ def _session_end(harness: str, event: dict[str, Any]) -> int:
 
         ws = Workspace.open(cwd=_cwd(event))
         _persist(ws, sid)
-        ws.ledger.append([op_end(sid, time.time())])  # ends a session that has a record
+        # ends a session that has a record
+        ws.ledger.append([op_end(sid, time.time())], durable=False)
     except NotARepositoryError:
         return 0
     except GuardsError as e:

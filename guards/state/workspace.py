@@ -63,9 +63,16 @@ class Workspace(Value):
 
     @classmethod
     def open(
-        cls, cwd: str | os.PathLike[str] | None = None, *, discovery: Discovery | None = None
+        cls,
+        cwd: str | os.PathLike[str] | None = None,
+        *,
+        discovery: Discovery | None = None,
+        settings_when_asked: bool = False,
     ) -> Workspace:
-        """The workspace of ``cwd``; ``discovery``: its git call, already started there."""
+        """The workspace of ``cwd``; ``discovery``: its git call, already started there.
+        The settings are read now, so that a setting that cannot be used refuses before
+        anything is done; ``settings_when_asked``: when first needed instead (a record,
+        which may need none)."""
         repo = discover(cwd) if discovery is None else discovery.repo()
         ws: Workspace | None = None
 
@@ -75,6 +82,8 @@ class Workspace(Value):
 
         ledger = Ledger(repo.ledger_dir_text, lock_timeout=lock_timeout)
         ws = cls(repo=repo, config=None, ledger=ledger, caller=identity.caller_id())
+        if not settings_when_asked:
+            _ = ledger.lock_timeout  # read (and checked) now
         return ws
 
     def read_ledger(
@@ -170,7 +179,7 @@ def release_stale(
     # Each release names the attribution it judged: one recorded meanwhile stays.
     releases = [op_release(key, p, recorded_at(records, p)) for p in candidates]
     try:
-        ws.ledger.append(releases)
+        ws.ledger.append(releases, durable=False)
     except GuardsError:  # housekeeping: a ledger problem shows elsewhere
         return
 
@@ -245,7 +254,7 @@ def record_files(
         try:
             where = nearest_directory(os.path.dirname(path))
             discovery, started = started, None  # the first path's only, even if it fails
-            ws = Workspace.open(cwd=where, discovery=discovery)
+            ws = Workspace.open(cwd=where, discovery=discovery, settings_when_asked=True)
             if ws.repo.toplevel_text is None:  # (text: no pathlib on every edit)
                 continue
             rel = ws.repo_relative(path)
@@ -294,7 +303,7 @@ def attribute(
             records.append(op_attribute(top, rel, record))
         else:
             records.append(op_claim(top, rel, record, expected.get(rel)))
-    ledger.append(records)
+    ledger.append(records, durable=False)
 
 
 def claimable(

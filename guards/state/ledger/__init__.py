@@ -38,7 +38,8 @@ Writing a record costs O(1): no lock, no read of the ledger (only the snapshot's
 line, to refuse writing into a ledger that cannot be trusted). The writer opens the live
 journal with ``O_APPEND``, takes a *shared* ``flock`` on it (writers never wait for each
 other), checks the file it opened is still the live journal (else reopens), writes its
-records with one ``write()`` and flushes them (``fdatasync``) before saying it is done.
+records with one ``write()`` and, for records a crash must not lose, flushes them
+(``fdatasync``) before saying it is done (:meth:`Ledger.append` says which are not).
 Appends to a regular file are not interleaved on a local file system; a writer killed
 mid-write leaves a *torn* record: bytes that do not end with a newline before the next
 RS. Readers skip torn records (their writer never got to acknowledge them); a complete

@@ -269,8 +269,12 @@ def _read_journal(path: str) -> _Journal:
 
 def _records(journal: _Journal) -> list[Any]:
     """The complete records of a journal, in order; torn ones (no newline before the
-    next record) are skipped."""
+    next record) are skipped. NUL bytes after a record are what a machine crash leaves
+    where appends not yet flushed were (the file grew, their data never reached the
+    disk): no record holds one (JSON escapes it), so they end no record and hide none."""
     segments = journal.body.split(RS)
+    if b"\0" in journal.body:
+        segments = [s.rstrip(b"\0") for s in segments]
     complete = [s for s in segments if s.endswith(b"\n")]
     if not complete:
         return []

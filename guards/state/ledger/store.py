@@ -230,8 +230,19 @@ class Ledger:
 
     # -- writing: records (no lock) ---------------------------------------------------------
 
-    def append(self, records: list[list[Any]]) -> None:
-        """Add ``records`` to the journal: O(1), no lock, durable when it returns.
+    def append(self, records: list[list[Any]], *, durable: bool = True) -> None:
+        """Add ``records`` to the journal: O(1), no lock; flushed to disk before it
+        returns when ``durable``.
+
+        Not durable: the everyday records of agents at work (attributions, touches,
+        releases, a session's end), written on every edit and prompt, stay in the page
+        cache like the edits they describe (no harness flushes the files it writes). A
+        crash of the machine loses at most the last of them, and a lost one is the safe
+        way round: an unattributed dirty path counts as foreign and is rescued, a
+        release or touch lost keeps a path attributed or a session alive a little
+        longer. What the journal cannot lose is flushed: the rescue log, session starts,
+        registered worktrees, the reaper's records. A crash mid-append leaves a torn
+        record, which readers skip (a zero-filled tail included: it ends in no newline).
 
         Refuses (after keeping it aside) to write into a ledger whose snapshot header
         or live journal header cannot be trusted, and migrates a schema-1 ledger first.
@@ -243,7 +254,7 @@ class Ledger:
             migrate = self._check_snapshot_header()
             if migrate:
                 self._rewrite(None)
-            size = self._append(payload)
+            size = self._append(payload, durable)
         except LedgerFormatError as e:
             raise self._kept_aside_error(e) from e
         except OSError as e:
@@ -286,8 +297,9 @@ class Ledger:
             raise LedgerFormatError("truncated (shorter than its header says)", file=self._file)
         return False
 
-    def _append(self, payload: bytes) -> int:
-        """One ``write()`` of ``payload`` to the live journal; its size after."""
+    def _append(self, payload: bytes, durable: bool) -> int:
+        """One ``write()`` of ``payload`` to the live journal (then ``fdatasync`` when
+        ``durable``); its size after."""
         import fcntl
 
         while True:
@@ -311,7 +323,8 @@ class Ledger:
                 written = os.write(fd, payload)
                 if written != len(payload):
                     raise OSError(28, f"only {written} of {len(payload)} bytes written")
-                os.fdatasync(fd)
+                if durable:
+                    os.fdatasync(fd)
                 return st.st_size + written
             finally:
                 os.close(fd)  # releases the flock before anything else is done
