@@ -823,3 +823,24 @@ def test_a_submodule_whose_git_file_points_nowhere_does_not_fail_the_guard(
             refs,
             res.stderr,
         )
+
+
+def test_the_prompt_frame_names_the_work_beside_a_submodule_git_cannot_read(
+    with_submodule: Path,
+) -> None:
+    # The prompt's git status starts before the session is touched; where a submodule's
+    # .git points nowhere git fails that status, and the frame reads the dirty state
+    # the way that copes (the submodule counted as changed, never as clean).
+    import json
+
+    from tests.helpers import run_agent_hook
+
+    repo = with_submodule
+    (repo / "sub" / ".git").write_text("gitdir: /nowhere\n")
+    (repo / "README").write_text("top-level work\n")
+    assert subprocess.run(["git", "status"], cwd=repo, capture_output=True).returncode != 0
+    event = {"session_id": "s1", "cwd": str(repo), "hook_event_name": "UserPromptSubmit"}
+    res = run_agent_hook("claude", repo, json.dumps({**event, "prompt": "go"}).encode())
+    assert res.returncode == 0, res.stderr
+    context = json.loads(res.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert " M README" in context and " M sub" in context, context

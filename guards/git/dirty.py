@@ -168,13 +168,15 @@ def _unreadable_submodules(
     return out
 
 
-def start_reading(*, ignored: bool = False, pathspecs: list[str] | None = None) -> git.Pending:
-    """:func:`read_dirty` for the repository around the current directory, started in
-    the background: porcelain paths are relative to the top level wherever git runs, so
-    the scan can begin before the repository is even discovered. ``pathspecs``: git's
-    own, relative to the current directory (as ``git status -- PATHSPEC``)."""
+def start_reading(
+    *, ignored: bool = False, pathspecs: list[str] | None = None, cwd: str | None = None
+) -> git.Pending:
+    """:func:`read_dirty` for the repository around ``cwd`` (the current directory by
+    default), started in the background: porcelain paths are relative to the top level
+    wherever git runs, so the scan can begin before the repository is even discovered.
+    ``pathspecs``: git's own, relative to that directory (as ``git status -- PATHSPEC``)."""
     limit = ["--", *pathspecs] if pathspecs else []
-    return git.start([*git.status_args(ignored=ignored), *limit])
+    return git.start([*git.status_args(ignored=ignored), *limit], cwd=cwd)
 
 
 def finish_reading(started: git.Pending) -> list[DirtyPath]:

@@ -79,6 +79,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from guards.git import Pending
     from guards.git.repo import Repo
     from guards.protect.rescue import RescueResult
     from guards.state.workspace import Workspace
@@ -733,9 +734,12 @@ def record_files(sid: str, files: list[str]) -> list[str]:
 # -- session events --------------------------------------------------------------------
 
 
-def frame_text(cwd: str, caller: str | None, repo: Repo | None = None) -> str:
+def frame_text(
+    cwd: str, caller: str | None, repo: Repo | None = None, status: Pending | None = None
+) -> str:
     """The frame for a turn starting in ``cwd`` ("" when clean or not a repository);
-    ``repo``: its repository, found already (one ``git rev-parse`` less)."""
+    ``repo``: its repository, found already (one ``git rev-parse`` less); ``status``:
+    its ``git status``, started there already."""
     from guards.git.repo import NotARepositoryError, discover
     from guards.report import frame
 
@@ -745,7 +749,7 @@ def frame_text(cwd: str, caller: str | None, repo: Repo | None = None) -> str:
         return ""
     if repo.toplevel_text is None:  # (text: no pathlib before every prompt)
         return ""
-    found = frame.collect(repo, caller)
+    found = frame.collect(repo, caller, status)
     if not found.entries:
         return ""
     return frame.render(found, frame.configured_max_paths(repo))
@@ -769,12 +773,18 @@ def _frame_event(harness: str, event: dict[str, Any], name: str) -> int:
     sid = _identify(harness, event)
     cwd = _cwd(event)
     from guards.errors import GuardsError
+    from guards.git.dirty import start_reading
 
+    status = None
     try:
-        text = frame_text(cwd, sid, _touch(cwd, sid, label=f"{harness} session"))
+        status = start_reading(cwd=cwd)  # the frame's git status runs during the touch
+        text = frame_text(cwd, sid, _touch(cwd, sid, label=f"{harness} session"), status)
     except GuardsError as e:  # the frame never blocks the turn it frames
         _say(f"guards agent-hook: frame: {first_line(e)}")
         return 0
+    finally:
+        if status is not None:  # waited for, whatever happened (again: the same answer)
+            status.result(check=False)
     if not text:
         return 0
     if harness == "droid" and name == "SessionStart":

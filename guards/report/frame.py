@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 
-from guards.git.dirty import DirtyPath, read_dirty
+from guards.git.dirty import DirtyPath, parse_porcelain_v2, read_dirty
 from guards.git.repo import Repo
 from guards.output import age, iso, show_path
 from guards.report.checkpoints import (
@@ -25,6 +25,8 @@ TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
+
+    from guards.git import Pending
 
 CLOSING = (
     "You did not necessarily make these. Do not assume they are yours, and do not\n"
@@ -67,8 +69,14 @@ class Frame:
         self.checkpoints = checkpoints or []
 
 
-def collect(repo: Repo, caller: str | None) -> Frame:
-    """The dirty paths of the caller's work tree with their owners (one ``git status``)."""
+def collect(repo: Repo, caller: str | None, status: Pending | None = None) -> Frame:
+    """The dirty paths of the caller's work tree with their owners (one ``git status``;
+    ``status``: that one, started already by :func:`guards.git.dirty.start_reading`)."""
+    if status is not None:
+        done = status.result(check=False)
+        if done.returncode == 0:
+            return attribute(repo, parse_porcelain_v2(done.stdout), caller)
+        # (a submodule git cannot read fails the status: read_dirty copes)
     return attribute(repo, read_dirty(repo), caller)
 
 
