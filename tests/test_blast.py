@@ -596,6 +596,14 @@ def test_the_rules_document_names_every_kind_of_loss_and_every_handled_command()
         assert f"`{sub}" in doc, sub
 
 
+def test_each_handled_command_is_predicted_by_the_module_that_holds_its_handler() -> None:
+    # The handlers are imported when asked for (a guarded reset loads only its own).
+    tables = {"tree_commands": tree_commands, "history_commands": history_commands}
+    tables["ref_commands"] = ref_commands
+    held = {sub: name for name, module in tables.items() for sub in module.HANDLERS}
+    assert held == blast.HANDLER_MODULES
+
+
 # ---------------------------------------------------------------------------
 # Changes an index flag hides from `git status` (assume-unchanged, skip-worktree)
 

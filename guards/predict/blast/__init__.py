@@ -21,7 +21,6 @@ tree files, ``clean -n``). Notation as in docs/blast-radius.md: H = HEAD, I = in
 
 from __future__ import annotations
 
-from guards.predict.blast import history_commands, ref_commands, tree_commands
 from guards.predict.blast.radius import (
     BlastRadius,
     CannotTell,
@@ -100,11 +99,40 @@ __all__ = [
     "wt",
 ]
 
-_HANDLERS: dict[str, Callable[[Context, list[str]], BlastRadius]] = {
-    **tree_commands.HANDLERS,
-    **history_commands.HANDLERS,
-    **ref_commands.HANDLERS,
+#: subcommand -> the module whose ``HANDLERS`` predicts it, imported when asked: a
+#: guarded reset loads none of the history and ref handlers (start-up time on every
+#: guarded command). tests/test_blast.py keeps it equal to the modules' tables.
+HANDLER_MODULES: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            *("reset", "checkout", "switch", "restore", "clean", "stash", "rm", "mv"),
+            *("checkout-index", "apply"),
+        ),
+        "tree_commands",
+    ),
+    **dict.fromkeys(
+        (
+            *("branch", "rebase", "pull", "merge", "cherry-pick", "revert", "am"),
+            *("submodule", "sparse-checkout", "worktree", "bisect", "filter-branch"),
+            "read-tree",
+        ),
+        "history_commands",
+    ),
+    **dict.fromkeys(("fetch", "push", "reflog", "gc"), "ref_commands"),
 }
+
+
+def _handler(sub: str) -> Callable[[Context, list[str]], BlastRadius] | None:
+    where = HANDLER_MODULES.get(sub)
+    if where == "tree_commands":
+        from guards.predict.blast.tree_commands import HANDLERS
+    elif where == "history_commands":
+        from guards.predict.blast.history_commands import HANDLERS
+    elif where == "ref_commands":
+        from guards.predict.blast.ref_commands import HANDLERS
+    else:
+        return None
+    return HANDLERS[sub]
 
 
 def blast_radius(cmd: GitCommand) -> BlastRadius:
@@ -156,13 +184,17 @@ def _radius(cmd: GitCommand) -> BlastRadius:
         sub = cmd.subcommand
         if sub is None or asks_for_help(cmd.args):
             return BlastRadius(worktree=None, losses=[])
-        handler = _HANDLERS.get(sub)
+        handler = _handler(sub)
         if handler is None:
             return BlastRadius(worktree=None, losses=[])
         if sub == "worktree":
             if cmd.args[:1] == ["add"]:
-                return ref_commands.worktree_add(cmd)
-            return history_commands.worktree_remove(cmd)
+                from guards.predict.blast.ref_commands import worktree_add
+
+                return worktree_add(cmd)
+            from guards.predict.blast.history_commands import worktree_remove
+
+            return worktree_remove(cmd)
         ctx = context(cmd)
         if ctx is None:
             return BlastRadius(worktree=None, losses=[])
