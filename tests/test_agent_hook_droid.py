@@ -142,6 +142,56 @@ def test_a_write_over_another_writers_file_rescues_it_first(repo: Path) -> None:
     silent(send(repo, "PostToolUse", payload))  # told once
 
 
+def apply_patch(patch: str, response: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Droid's ApplyPatch: the patch as ``input``, its result as JSON text."""
+    payload: dict[str, Any] = {"tool_name": "ApplyPatch", "tool_input": {"input": patch}}
+    if response is not None:
+        payload["tool_response"] = json.dumps(response)
+    return payload
+
+
+ALICES_PATCH = "*** Begin Patch\n*** Update File: src/app.py\n@@\n-print('alice')\n+print('d')\n"
+
+
+def test_an_apply_patch_over_another_writers_file_rescues_it_first(repo: Path) -> None:
+    """ApplyPatch is what Droid offers GPT-family models instead of Create and Edit."""
+    alice_dirty(repo)
+    res = send(repo, "PreToolUse", apply_patch(ALICES_PATCH + "*** End Patch\n"))
+    assert res.returncode == 0 and "guards: rescued" in res.stderr, res.stderr
+    [ref] = rescue_refs(repo)
+    assert git(repo, "show", f"{ref}:src/app.py") == "print('alice')\n"
+    (repo / "src/app.py").write_text("print('d')\n")
+    done = {"success": True, "files": [{"path": str(repo / "src/app.py")}]}
+    said = answer(send(repo, "PostToolUse", apply_patch(ALICES_PATCH, done)))
+    assert ref in said["hookSpecificOutput"]["additionalContext"]
+    assert owners(repo) == {"src/app.py": ME}
+    assert pending_writes(str(repo / ".git/guards"), str(repo)) == []
+
+
+def test_apply_patch_files_are_recorded_relative_or_absolute_and_a_failed_one_is_not(
+    repo: Path,
+) -> None:
+    made = f"*** Begin Patch\n*** Add File: {repo / 'new.txt'}\n+new\n*** End Patch\n"
+    send(repo, "PreToolUse", apply_patch(made))
+    (repo / "new.txt").write_text("new\n")
+    silent(send(repo, "PostToolUse", apply_patch(made, {"success": True, "files": []})))
+    (repo / "README").write_text("nobody's\n")
+    failed = "*** Begin Patch\n*** Update File: README\n@@\n-hello\n+bye\n*** End Patch\n"
+    send(repo, "PreToolUse", apply_patch(failed))
+    refused = {"success": False, "message": "Invalid context"}
+    assert send(repo, "PostToolUse", apply_patch(failed, refused)).returncode == 0
+    assert owners(repo) == {"new.txt": ME, "README": None}
+
+
+def test_droid_tools_read_as_claudes_and_codexs() -> None:
+    from guards.integrations.droid_hooks import from_droid
+
+    for droid, ours in (("Execute", "Bash"), ("Edit", "Edit"), ("ApplyPatch", "apply_patch")):
+        assert from_droid({"tool_name": droid})["tool_name"] == ours
+    failed = from_droid({"tool_name": "ApplyPatch", "tool_response": '{"success": false}'})
+    assert failed["tool_response"] == {"success": False, "error": "failed"}
+
+
 def test_files_a_shell_command_made_are_observed(repo: Path) -> None:
     command = "echo made > made.txt"
     silent(send(repo, "PreToolUse", shell(command)))
@@ -225,7 +275,7 @@ def test_install_writes_a_flat_hooks_json_and_uninstall_removes_it(repo: Path) -
     doc = json.loads((repo / ".factory/hooks.json").read_text())
     assert set(doc) == set(harness_settings.DROID_EVENTS)  # events at the top level
     [group] = doc["PreToolUse"]
-    assert group["matcher"] == "Execute|Create|Edit"
+    assert group["matcher"] == "Execute|Create|Edit|ApplyPatch"
     assert group["hooks"][0]["command"] == harness_settings.event_command("droid", "PreToolUse")
     assert run_guards("install", "--droid", cwd=repo).stdout.count("hooks") == 0  # done
     res = run_guards("uninstall", "--droid", cwd=repo)

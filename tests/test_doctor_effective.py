@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from guards.integrations import harness_settings
 from tests.helpers import (
     disposable_python,
     git,
@@ -153,6 +154,32 @@ def test_harness_hooks_of_a_gone_interpreter_are_not_ok(
     assert f"the {harness} hooks in" in str(finding["message"])
     assert named in str(finding["message"])
     assert finding["fix"] == f"reinstall git-guards, then guards install --{harness}"
+
+
+@pytest.mark.parametrize("harness", ["claude", "codex", "gemini", "copilot", "qwen", "droid"])
+def test_harness_hooks_that_miss_an_event_are_not_ok_until_reinstalled(
+    repo: Path, harness: str
+) -> None:
+    """An install hand-edited, or an older guards' (Droid's matcher before ApplyPatch): the
+    tools the missing event carries reach no guard, and the harness says nothing."""
+    assert run_guards("install", f"--{harness}", "--no-aliases", cwd=repo).returncode == 0
+    assert "harness-events" not in doctor(repo)
+    settings = harness_settings.settings_path(harness, "project", repo)
+    doc = json.loads(settings.read_text())
+    hooks = doc if harness == "droid" else doc["hooks"]
+    first = next(iter(hooks))
+    if harness == "droid":
+        hooks[first][0]["matcher"] = "Execute|Create|Edit"  # guards 0.x before ApplyPatch
+    else:
+        del hooks[first]
+    settings.write_text(json.dumps(doc))
+    [finding] = doctor(repo)["harness-events"]
+    assert finding["level"] == "problem"
+    assert f"the {harness} hooks in {settings}" in str(finding["message"])
+    assert first in str(finding["message"])
+    assert finding["fix"] == f"guards install --{harness}"
+    assert run_guards("install", f"--{harness}", "--no-aliases", cwd=repo).returncode == 0
+    assert "harness-events" not in doctor(repo)
 
 
 def test_qwen_project_hooks_in_a_folder_qwen_does_not_trust_are_not_ok(

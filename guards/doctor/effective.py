@@ -138,11 +138,34 @@ def _harness_findings(ctx: Context) -> list[Finding]:
             )
             if f:
                 findings.append(f)
+            findings += _coverage_findings(harness, doc, path, fix)
             if harness == "codex":
                 findings += _codex_trust_findings(ctx, doc, path, project, fix)
             if project is not None and path.is_relative_to(project):
                 findings += _folder_trust_findings(harness, project)
     return findings
+
+
+def _coverage_findings(harness: str, doc: dict[str, Any], path: Path, fix: str) -> list[Finding]:
+    """A problem when our hooks in ``path`` miss an event install hooks (or hook it under
+    another matcher): that event's tools run unguarded."""
+    from guards.integrations import harness_settings
+
+    missing = harness_settings.uncovered_events(harness, doc)
+    if not missing:
+        return []
+    return [
+        Finding(
+            Level.PROBLEM,
+            "setup",
+            "harness-events",
+            f"the {harness} hooks in {path} leave out {listing(missing)}, or hook it for "
+            f"fewer tools than guards watches (an older guards installed them, or they were "
+            f"edited): what {harness} sends there reaches no guard, and it says nothing",
+            fix,
+            {"missing": missing},
+        )
+    ]
 
 
 def _opencode_findings(project: Path | None) -> list[Finding]:

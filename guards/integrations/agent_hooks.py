@@ -709,7 +709,8 @@ def _post_patch(harness: str, event: dict[str, Any]) -> int:
     cwd = _cwd(event)
     files = [os.path.join(cwd, p) for p in patch_paths(body)]
     try:
-        if sid is not None:
+        if not _failed(event) and sid is not None:
+            # (a patch that failed left its files as they were: their owners stay)
             record_files(sid, files)
         return _write_notice(harness, event, sid, files)
     finally:

@@ -7,12 +7,16 @@ the matching ``settings.json``. Its payloads are Claude's (``session_id``, ``cwd
 ``hook_event_name``, ``tool_name``, ``tool_input``, ``tool_response``) with these
 differences that matter here:
 
-- its tools are ``Execute`` (``command``), ``Create`` (``file_path``, ``content``) and
-  ``Edit`` (``file_path``, ``old_str``, ``new_str``), read as Bash, Write and Edit;
-  ``tool_response`` of a write is JSON text (``{"success": true, ...}``);
+- its tools are ``Execute`` (``command``), ``Create`` (``file_path``, ``content``),
+  ``Edit`` (``file_path``, ``old_str``, ``new_str``) and ``ApplyPatch`` (``input``: a
+  patch in Codex's ``*** Begin Patch`` grammar, paths absolute or relative to ``cwd``;
+  offered instead of Create and Edit to GPT-family models, or to a custom model whose
+  ``fileEditToolProfile`` is ``apply-patch``), read as Bash, Write, Edit and Codex's
+  ``apply_patch``; ``tool_response`` of a write is JSON text (``{"success": true,
+  ...}``);
 - no ``tool_use_id``: a shell line's start marker is keyed as Gemini's (its digest);
 - a failing ``Execute`` gets no ``PostToolUse`` at all (there is no PostToolUseFailure),
-  nor does a failed ``Create`` / ``Edit``: its announcement in the write barrier is
+  nor does a failed ``Create`` / ``Edit`` / ``ApplyPatch``: its announcement in the write barrier is
   taken back at the turn's end (``Stop``), else it would hold destructive commands back
   until it expires;
 - ``droid exec`` sends no ``UserPromptSubmit`` (not with ``--input-format stream-json``
@@ -38,8 +42,8 @@ TYPE_CHECKING = False  # see guards.values: typing stays out of the hot path
 if TYPE_CHECKING:
     from typing import Any
 
-#: Droid's shell and write tools as Claude's.
-DROID_TOOLS = {"Execute": "Bash", "Create": "Write", "Edit": "Edit"}
+#: Droid's shell and write tools as Claude's (ApplyPatch as Codex's apply_patch).
+DROID_TOOLS = {"Execute": "Bash", "Create": "Write", "Edit": "Edit", "ApplyPatch": "apply_patch"}
 #: An event no handler answers: a prompt the session's start already framed.
 FRAMED = "DroidFramedPrompt"
 FLAG_SUFFIX = ".framed"
@@ -63,7 +67,7 @@ def from_droid(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def _withdraw_writes(event: dict[str, Any]) -> None:
-    """A Create or Edit that failed got no PostToolUse: its announcement in the barrier
+    """A Create, Edit or ApplyPatch that failed got no PostToolUse: its announcement in the barrier
     would hold destructive commands back until it expires. At the turn's end no tool of
     the session runs any more: every write it announced is taken back."""
     from guards.state.barrier import locate, withdraw_writes_of

@@ -117,7 +117,7 @@ QWEN_EVENTS: dict[str, str | None] = {
 }
 #: Factory Droid: Claude's events (no PostToolUseFailure: a failing command gets no
 #: PostToolUse either) with its own tools.
-DROID_TOOLS_MATCHER = "Execute|Create|Edit"
+DROID_TOOLS_MATCHER = "Execute|Create|Edit|ApplyPatch"
 DROID_EVENTS: dict[str, str | None] = {
     "PreToolUse": DROID_TOOLS_MATCHER,
     "PostToolUse": DROID_TOOLS_MATCHER,
@@ -350,13 +350,7 @@ def merge(doc: dict[str, Any], harness: str) -> list[str]:
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
             raise UsageError(f'the settings file has a "hooks.{event}" entry that is not a list')
-        ours = [
-            h
-            for g in groups
-            if isinstance(g, dict) and g.get("matcher") == matcher
-            for h in g.get("hooks") or []
-            if is_ours(h)
-        ]
+        ours = _ours_under(groups, matcher)
         if ours:
             # An older install's command (another interpreter, the old form): repaired.
             stale = [h for h in ours if h.get("command") != command]
@@ -381,6 +375,34 @@ def merge(doc: dict[str, Any], harness: str) -> list[str]:
         groups.append(group)
         added.append(event)
     return added
+
+
+def _ours_under(groups: list[Any], matcher: str | None) -> list[dict[str, Any]]:
+    """Our hook entries in the matcher groups of one event whose matcher is ``matcher``."""
+    return [
+        h
+        for g in groups
+        if isinstance(g, dict) and g.get("matcher") == matcher
+        for h in g.get("hooks") or []
+        if is_ours(h)
+    ]
+
+
+def uncovered_events(harness: str, doc: dict[str, Any]) -> list[str]:
+    """The events install hooks that ``doc`` (the settings shape) runs no hook of ours for
+    under install's matcher: an older guards' install (Droid's before ApplyPatch), or one
+    edited by hand. The tools such an event carries reach no guard, and the harness says
+    nothing; install puts them right."""
+    hooks = doc.get("hooks")
+    hooks = hooks if isinstance(hooks, dict) else {}
+
+    def listed(event: str) -> list[Any]:
+        entries = hooks.get(event)
+        return entries if isinstance(entries, list) else []
+
+    if harness == "copilot":  # no matchers: hook entries straight under the event
+        return [e for e in COPILOT_EVENTS if not any(is_ours(h) for h in listed(e))]
+    return [e for e, matcher in EVENTS[harness].items() if not _ours_under(listed(e), matcher)]
 
 
 def installed_hook(harness: str, event: str) -> dict[str, Any]:

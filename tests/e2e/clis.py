@@ -706,9 +706,11 @@ def droid_env(home: Path) -> dict[str, str]:
     }
 
 
-def droid_model(home: Path, url: str) -> str:
+def droid_model(home: Path, url: str, edit_tools: str | None = None) -> str:
     """A BYOK custom model on the fake server (Anthropic Messages) in ``home``'s
-    ``~/.factory/settings.json``; returns its ``-m`` id."""
+    ``~/.factory/settings.json``; returns its ``-m`` id. ``edit_tools``: its
+    ``fileEditToolProfile`` (``apply-patch``: droid offers it ApplyPatch instead of Create
+    and Edit, as it does GPT-family models)."""
     folder = home / ".factory"
     folder.mkdir(parents=True, exist_ok=True)
     model = {
@@ -718,6 +720,7 @@ def droid_model(home: Path, url: str) -> str:
         "apiKey": "fake-key",
         "provider": "anthropic",
         "maxOutputTokens": 4096,
+        **({"fileEditToolProfile": edit_tools} if edit_tools else {}),
     }
     (folder / "settings.json").write_text(json.dumps({"customModels": [model]}))
     return "custom:Fake-0"

@@ -75,6 +75,12 @@ def edit(path: str, old: str, new: str) -> Action:
     return Action("edit", {"path": path, "old": old, "new": new})
 
 
+def patch(change: Action | str) -> Action:
+    """A patch in the ``*** Begin Patch`` grammar (Droid's ApplyPatch): a write or an
+    edit as Codex's patches spell it, or the patch's text itself."""
+    return Action("patch", {"patch": change if isinstance(change, str) else _patch(change)})
+
+
 def read(path: str) -> Action:
     """Read a file with the CLI's own tool (Claude's Edit wants one first)."""
     return Action("read", {"path": path})
@@ -285,7 +291,13 @@ TOOLS = {
         "read": "read_file",
     },
     OPENCODE: {"shell": "bash", "write": "write", "edit": "edit", "read": "read"},
-    DROID: {"shell": "Execute", "write": "Create", "edit": "Edit", "read": "Read"},
+    DROID: {
+        "shell": "Execute",
+        "write": "Create",
+        "edit": "Edit",
+        "read": "Read",
+        "patch": "ApplyPatch",
+    },
     OPENAI: {
         "shell": "exec_command",
         "write": "apply_patch",
@@ -433,7 +445,18 @@ def _droid_input(action: Action) -> dict[str, str]:
         return {"file_path": a["path"], "content": a["content"]}
     if action.kind == "read":
         return {"file_path": a["path"]}
+    if action.kind == "patch":
+        return {"input": a["patch"]}
     return {"file_path": a["path"], "old_str": a["old"], "new_str": a["new"]}
+
+
+def _streamed_input(block: dict[str, Any]) -> str:
+    """A tool call's input as streamed. Droid (0.225) reads its ApplyPatch as a freeform
+    tool with any provider: the streamed input, whole, is the patch (JSON there would be
+    taken for the patch and rejected), as a GPT model's custom tool call sends it."""
+    if block["name"] == "ApplyPatch":
+        return str(block["input"]["input"])
+    return json.dumps(block["input"])
 
 
 def anthropic_reply(
@@ -475,7 +498,7 @@ def anthropic_reply(
                 delta = {"type": "text_delta", "text": block["text"]}
             else:
                 empty = {**block, "input": {}}
-                delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+                delta = {"type": "input_json_delta", "partial_json": _streamed_input(block)}
             yield (
                 "content_block_start",
                 {

@@ -24,7 +24,7 @@ import pytest
 from guards.commands.agent_hook import session_for
 from guards.state.barrier import pending_writes
 from tests.e2e.clis import Cli, Run, cli_env, droid_env, droid_model, run_droid
-from tests.e2e.model_server import DROID, ModelServer, Step, say, shell
+from tests.e2e.model_server import DROID, ModelServer, Step, patch, say, shell
 from tests.e2e.model_server import edit as edit_file
 from tests.e2e.model_server import write as write_file
 from tests.e2e.scenario import (
@@ -61,16 +61,18 @@ def droid_run(
     prompts: tuple[str, ...] = ("go",),
     env: dict[str, str] | None = None,
     shim: Path | None = None,
+    edit_tools: str | None = None,
 ) -> Run:
     """Headless prompts (a later one continues the session); with ``shim``, `guards install
-    --shim DIR` first and DIR first on the CLI's PATH. ``cwd`` and ``PWD`` are the repo."""
+    --shim DIR` first and DIR first on the CLI's PATH. ``cwd`` and ``PWD`` are the repo.
+    ``edit_tools``: the model's ``fileEditToolProfile`` (clis.droid_model)."""
     from tests.helpers import run_guards
 
     assert droid.path is not None
     if shim is not None:
         res = run_guards("install", "--shim", str(shim), "--no-aliases", cwd=repo)
         assert res.returncode == 0, res.stderr
-    model = droid_model(home, server.url)
+    model = droid_model(home, server.url, edit_tools)
     extra = {**droid_env(home), "PWD": str(repo), **(env or {})}
     first = [*([shim] if shim is not None else []), *droid.path_first]
     run = run_droid(droid.path, repo, list(prompts), cli_env(extra, first), model=model)
@@ -152,6 +154,47 @@ def test_a_write_over_alices_uncommitted_file_rescues_it_first_and_the_model_hea
     server = model([[change], say("done")], flavour=DROID)
     run = droid_run(droid, repo, server, hermetic_seal)
     check_write_over_alice(repo, server, 1, me(run), "droid's readme\n")
+
+
+#: droid's model setting that offers ApplyPatch instead of Create and Edit (as droid does
+#: to GPT-family models).
+PATCHING = "apply-patch"
+
+
+def test_an_apply_patch_over_alices_uncommitted_file_rescues_it_first_and_the_model_hears_of_it(
+    droid: Cli, model: Model, repo: Path, hermetic_seal: Path
+) -> None:
+    """ApplyPatch, a patch naming the file relative to the project as a model may."""
+    write_work(repo, {"README": "alice's readme\n"})
+    change = patch(edit_file("README", "alice's readme", "droid's readme"))
+    server = model([[change], say("done")], flavour=DROID)
+    run = droid_run(droid, repo, server, hermetic_seal, edit_tools=PATCHING)
+    check_write_over_alice(repo, server, 1, me(run), "droid's readme\n")
+
+
+def test_apply_patch_files_are_the_sessions_and_a_patch_that_fails_records_nothing(
+    droid: Cli, model: Model, repo: Path, hermetic_seal: Path
+) -> None:
+    """A patch that adds a file and one that updates another (absolute paths, as droid's
+    tool asks) are recorded for the session; one that does not apply gets no PostToolUse
+    (as a failed Create or Edit): its file stays alice's, its write announcement is taken
+    back at the turn's end, and the rescue before it kept alice's version."""
+    write_work(repo, {"README": "alice's readme\n"})
+    script: list[Step] = [
+        [patch(write_file(str(repo / "new.txt"), "written by droid\n"))],
+        [patch(edit_file(str(repo / "src/app.py"), "print('hi')", "print('droid')"))],
+        [patch(edit_file(str(repo / "README"), "not in the file", "x"))],
+        say("done"),
+    ]
+    server = model(script, flavour=DROID)
+    run = droid_run(droid, repo, server, hermetic_seal, edit_tools=PATCHING)
+    assert (repo / "src/app.py").read_text() == "print('droid')\n"
+    assert '"is_error": true' in server.at_step(3).news()  # the last patch failed
+    assert owners(repo) == {"README": ALICE, "new.txt": me(run), "src/app.py": me(run)}
+    assert (repo / "README").read_text() == "alice's readme\n"
+    [ref] = rescue_refs(repo)
+    assert show(repo, ref, "README") == "alice's readme\n"
+    assert pending_writes(str(repo / ".git/guards"), str(repo)) == []
 
 
 def test_the_frame_arrives_once_and_shell_commands_run_as_the_session(
