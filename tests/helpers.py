@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import guards
+from guards.git import find_real_git
 from guards.state.workspace import Workspace, record_paths
 from tests import warm
 
@@ -262,3 +263,13 @@ def guards_command_dir(directory: Path) -> Path:
     )
     script.chmod(0o755)
     return directory
+
+
+def counting_git(tmp_path: Path) -> tuple[Path, Path]:
+    """The real git behind a script that logs each call's arguments (one line each)."""
+    log = tmp_path / "calls.log"
+    wrapper = tmp_path / "counting-git"
+    real = find_real_git()
+    wrapper.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{log}'\nexec '{real}' \"$@\"\n")
+    wrapper.chmod(0o755)
+    return wrapper, log

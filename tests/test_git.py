@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from guards import git as guards_git
-from tests.helpers import git
+from tests.helpers import counting_git, git
 
 
 def test_output_larger_than_a_pipe_on_both_streams_at_once(
@@ -89,3 +89,38 @@ def test_a_missing_git_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Monk
         guards_git.run(["status"])
     with pytest.raises(guards_git.GitNotFoundError, match="cannot run git"):
         guards_git.start(["status"])
+
+
+def test_a_query_asked_ahead_is_answered_by_the_git_started_then(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wrapper, log = counting_git(tmp_path)
+    monkeypatch.setattr(guards_git, "_real_git_cache", str(wrapper))
+    monkeypatch.setattr(guards_git, "_AHEAD", [])
+    monkeypatch.chdir(repo)
+    query = ["rev-parse", "--show-toplevel"]
+    guards_git.ahead(query, cwd=str(repo))
+    assert guards_git.run(query, cwd=str(repo)).stdout == f"{repo}\n".encode()
+    assert guards_git.run(query, cwd=str(repo)).stdout == f"{repo}\n".encode()  # asked anew
+    assert len(log.read_text().splitlines()) == 2
+    # Another directory, another environment: each is its own query.
+    guards_git.ahead(query, cwd=str(repo))
+    sub = guards_git.run(["rev-parse", "--show-prefix"], cwd=str(repo / "src"))
+    assert sub.stdout == b"src/\n"
+    moved = {**os.environ, "GIT_DIR": "nowhere"}
+    other = guards_git.run(query, cwd=str(repo), env=moved, check=False)
+    assert other.returncode != 0
+    guards_git.finish_ahead()  # reaps the one nobody asked
+    assert guards_git._AHEAD == []
+    assert len(log.read_text().splitlines()) == 5
+
+
+def test_an_unusable_git_ahead_is_left_to_the_query_asked_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(guards_git, "_real_git_cache", str(tmp_path / "no-git"))
+    monkeypatch.setattr(guards_git, "_AHEAD", [])
+    guards_git.ahead(["status"], cwd=str(tmp_path))
+    assert guards_git._AHEAD == []
+    with pytest.raises(guards_git.GitNotFoundError, match="cannot run git"):
+        guards_git.run(["status"], cwd=str(tmp_path))

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from guards.git import CONTEXT_QUERY
 from tests.guarded import install_aliases, install_shim, run_via
-from tests.helpers import PROJECT_ROOT, git, run_guards
+from tests.helpers import PROJECT_ROOT, counting_git, git, run_guards
 
 ALICE = {"GUARDS_SESSION": "alice"}
 BOB = {"GUARDS_SESSION": "bob"}
@@ -457,3 +458,22 @@ def test_guards_own_git_calls_stay_out_of_the_users_trace(shared: Path, tmp_path
     starts = [json.loads(line) for line in trace.read_text().splitlines()]
     argvs = [e["argv"][1:] for e in starts if e["event"] == "start"]
     assert argvs == [["reset", "--hard"]]
+
+
+def test_the_guards_first_query_runs_once_started_before_its_imports(
+    repo: Path, tmp_path: Path
+) -> None:
+    """`guards run` starts the repository query before importing the guard; the guard
+    takes that answer (a mismatch would run it twice), here and from a subdirectory."""
+    wrapper, log = counting_git(tmp_path)
+    env = {**BOB, "GUARDS_REAL_GIT": str(wrapper)}
+    for where in (repo, repo / "src"):
+        log.unlink(missing_ok=True)
+        res = run_guards("run", "--", "reset", "--hard", cwd=where, env=env)
+        assert res.returncode == 0, res.stderr
+        calls = log.read_text().splitlines()
+        assert sum(" ".join(CONTEXT_QUERY) in c for c in calls) == 1, calls
+        assert calls[-1] == "reset --hard"
+    (repo / "src" / "app.py").write_text("nobody's\n")
+    res = run_guards("run", "--", "checkout", "--", "app.py", cwd=repo / "src", env=env)
+    assert res.returncode == 0 and "guards: rescued" in res.stderr, res.stderr

@@ -67,7 +67,12 @@ def main(argv: Sequence[str]) -> int:
     if os.environ.get(DISABLE_ENV) == "1":
         _note_bypass(args)
         exec_git(args)
+    if args and not args[0].startswith("-"):
+        # No global option: the guard's first query runs here, with this environment;
+        # git answers it while the guard's modules are imported.
+        git.ahead(git.CONTEXT_QUERY, cwd=os.getcwd())
     status = boundary(lambda: _guard(args), refusal=True, hint=OVERRIDE_HINT)
+    git.finish_ahead()
     if status != ExitCode.OK:
         return status  # git does not run: guards refused, or could not decide
     exec_git(args)

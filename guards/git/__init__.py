@@ -121,7 +121,9 @@ def run(
     """
     run_env = _environment(env, extra_env)
     if stdin is None and _CAN_SPAWN:
-        result = _Child(_argv(args, readonly, cwd), run_env).wait()
+        argv = _argv(args, readonly, cwd)
+        early = _take_ahead(argv, run_env) if _AHEAD else None
+        result = early.result(check=False) if early else _Child(argv, run_env).wait()
     else:
         result = _run_with_input(_argv(args, readonly), cwd, run_env, stdin or b"")
     if check and result.returncode != 0:
@@ -254,6 +256,41 @@ def start(
     return Pending(args, _Child(_argv(args, readonly, cwd), _environment(env, None)), None)
 
 
+#: Read-only queries started before the caller knew it would ask them (:func:`ahead`),
+#: each with the exact argv and environment it runs with.
+_AHEAD: list[tuple[list[str], dict[str, str], Pending]] = []
+
+
+def ahead(args: Sequence[str], *, cwd: str | os.PathLike[str]) -> None:
+    """Start the read-only query ``args`` now, for a caller that is about to import what
+    it needs and then ask exactly this (:func:`run` with the same arguments, directory
+    and environment takes this answer instead of starting git again): git answers while
+    Python imports. Anything else that differs (an option, a variable) starts its own
+    git. Every query started here is reaped by :func:`finish_ahead`."""
+    if not _CAN_SPAWN:
+        return
+    argv, env = _argv(args, True, cwd), _environment(None, None)
+    try:
+        child = _Child(argv, env)
+    except GuardsError:
+        return  # no git to run: the query asked later says so
+    _AHEAD.append((argv, env, Pending(args, child, None)))
+
+
+def _take_ahead(argv: list[str], env: dict[str, str]) -> Pending | None:
+    for i, (started, started_env, pending) in enumerate(_AHEAD):
+        if started == argv and started_env == env:
+            del _AHEAD[i]
+            return pending
+    return None
+
+
+def finish_ahead() -> None:
+    """Wait for the queries :func:`ahead` started that nobody asked (before ``exec``)."""
+    while _AHEAD:
+        _AHEAD.pop()[2].result(check=False)
+
+
 def _argv(
     args: Sequence[str], readonly: bool, cwd: str | os.PathLike[str] | None = None
 ) -> list[str]:
@@ -265,6 +302,19 @@ def _argv(
         argv.append("--no-optional-locks")
     argv.extend(args)
     return argv
+
+
+#: What the guard asks first about the repository a command acts on, in one call
+#: (guards.predict.blast.state.context): its git dir, object format, whether the command
+#: runs inside the work tree, its prefix and top level, then HEAD's commit.
+CONTEXT_FLAGS = (
+    "--absolute-git-dir",
+    "--show-object-format",
+    "--is-inside-work-tree",
+    "--show-prefix",
+    "--show-toplevel",
+)
+CONTEXT_QUERY = ("rev-parse", *CONTEXT_FLAGS, "--verify", "-q", "--end-of-options", "HEAD^{commit}")
 
 
 #: guards' own git calls stay out of the user's traces (trace2 may also be switched on

@@ -169,15 +169,6 @@ def _kept_options(global_options: Sequence[str]) -> list[str]:
     return kept
 
 
-_CONTEXT_FLAGS = (
-    "--absolute-git-dir",
-    "--show-object-format",
-    "--is-inside-work-tree",
-    "--show-prefix",
-    "--show-toplevel",
-)
-
-
 def context(cmd: GitCommand, at: str | None = None) -> Context | None:
     """Discover the repository the command acts on; None outside any repository.
 
@@ -199,7 +190,7 @@ def context(cmd: GitCommand, at: str | None = None) -> Context | None:
             return git.run([*options, *args], cwd=at, env=env, check=False)
 
     # HEAD in the same call (the predictors nearly always need it): one git less.
-    res = ask(["rev-parse", *_CONTEXT_FLAGS, "--verify", "-q", "--end-of-options", "HEAD^{commit}"])
+    res = ask(list(git.CONTEXT_QUERY))
     lines = res.stdout.split(b"\n")
     # Five answers and HEAD's id (exit 0), no id on an unborn branch (exit 1), four
     # answers when there is no work tree; each line ends in "\n", hence one more piece.
@@ -207,7 +198,7 @@ def context(cmd: GitCommand, at: str | None = None) -> Context | None:
     one_by_one = len(lines) > 4 and len(lines) != expected
     if one_by_one:
         # A path holding a newline: ask for each value on its own (HEAD later).
-        lines = [git.strip_newline(ask(["rev-parse", flag]).stdout) for flag in _CONTEXT_FLAGS]
+        lines = [git.strip_newline(ask(["rev-parse", flag]).stdout) for flag in git.CONTEXT_FLAGS]
     if len(lines) < 4:
         if b"not a git repository" in res.stderr:
             return None
