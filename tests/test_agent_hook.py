@@ -12,10 +12,18 @@ from typing import Any
 import pytest
 
 from guards.commands.agent_hook import session_for
+from guards.git import CONTEXT_QUERY
 from guards.protect import receipts
 from guards.protect.guard import guard_line
 from guards.state.observation import observe
-from tests.helpers import attributed, git, make_repo, run_agent_hook, run_guards
+from tests.helpers import (
+    attributed,
+    counting_git,
+    git,
+    make_repo,
+    run_agent_hook,
+    run_guards,
+)
 
 BOB = session_for("claude", "bob")
 
@@ -846,3 +854,24 @@ def _assert_lean_hook(repo: Path, event: dict[str, Any], also: tuple[str, ...] =
         env=dict(os.environ),
     )
     assert res.stderr.splitlines()[-1:] == ["[] 0"], res.stderr
+
+
+def test_a_destructive_git_line_asks_its_first_query_once_and_others_never(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The hook starts the guard's first query before importing the shell parser; the
+    guard takes that answer (a mismatch would run it twice); a line whose git cannot
+    destroy anything starts none."""
+    wrapper, log = counting_git(tmp_path)
+    env = {"GUARDS_REAL_GIT": str(wrapper)}
+    res = send(repo, bash_event("s1", "git reset --hard", "t1"), env=env)
+    assert (res.returncode, res.stdout) == (0, ""), res.stderr  # nothing at risk: one look
+    calls = log.read_text().splitlines()
+    assert sum(" ".join(CONTEXT_QUERY) in c for c in calls) == 1, calls
+    log.unlink()
+    (repo / "src/app.py").write_text("nobody's\n")
+    res = send(repo, bash_event("s1", "git checkout -- .", "t3"), env=env)
+    assert res.returncode == 0 and "guards: rescued" in res.stdout + res.stderr, res.stderr
+    log.unlink()
+    assert send(repo, bash_event("s1", "git status && git log -1", "t2"), env=env).returncode == 0
+    assert not log.exists() or CONTEXT_QUERY[1] not in log.read_text()

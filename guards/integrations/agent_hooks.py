@@ -65,7 +65,7 @@ from __future__ import annotations
 import os
 import sys
 
-from guards import jsontext
+from guards import git, jsontext
 from guards.errors import first_line
 from guards.fsutil import nearest_directory
 from guards.integrations.copilot_hooks import COPILOT_EVENTS as COPILOT_EVENTS
@@ -295,9 +295,13 @@ def _pre_shell(harness: str, event: dict[str, Any]) -> int:
     dirs = [cwd]
     receipts: list[str] = []
     if _guarded_text(command):
+        _ask_ahead(command, cwd)
         from guards.protect.guard import guard_line
 
-        verdict = guard_line(command, cwd)
+        try:
+            verdict = guard_line(command, cwd)
+        finally:
+            git.finish_ahead()
         if verdict.deny:
             return _deny(harness, verdict.deny)
         rescued, dirs = verdict.rescued, verdict.dirs
@@ -309,6 +313,17 @@ def _pre_shell(harness: str, event: dict[str, Any]) -> int:
     for line in rescued:
         _say(line)
     return 0
+
+
+def _ask_ahead(command: str, cwd: str) -> None:
+    """A line that starts with a git command that may destroy work, in the event's
+    directory: the guard's first query starts now, and git answers it while the shell
+    parser and the guard are imported (anything else asks as it goes)."""
+    from guards.predict import DESTRUCTIVE_SUBCOMMANDS
+
+    words = command.split(None, 2)
+    if len(words) > 1 and words[0] == "git" and words[1] in DESTRUCTIVE_SUBCOMMANDS:
+        git.ahead(git.CONTEXT_QUERY, cwd=cwd)
 
 
 def _rescue_context(lines: list[str]) -> str:

@@ -14,6 +14,7 @@ import os
 
 from guards import git
 from guards.errors import UnknownStateError, UsageError
+from guards.predict import DESTRUCTIVE_SUBCOMMANDS as DESTRUCTIVE_SUBCOMMANDS
 from guards.predict.options import git_rejects, parse_options
 from guards.values import Value
 
@@ -22,40 +23,6 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from guards.predict.options import Options
-
-#: Subcommands for which :func:`could_destroy` may answer True. Everything else cannot
-#: destroy or move uncommitted work (the shim passes it to git without starting Python).
-DESTRUCTIVE_SUBCOMMANDS: frozenset[str] = frozenset(
-    {
-        "am",
-        "apply",
-        "bisect",
-        "branch",
-        "checkout",
-        "checkout-index",
-        "cherry-pick",
-        "clean",
-        "fetch",
-        "filter-branch",
-        "gc",
-        "merge",
-        "mv",
-        "pull",
-        "push",
-        "read-tree",
-        "rebase",
-        "reflog",
-        "reset",
-        "restore",
-        "revert",
-        "rm",
-        "sparse-checkout",
-        "stash",
-        "submodule",
-        "switch",
-        "worktree",
-    }
-)
 
 #: git 2.39's built-in commands plus the scripted ones shipped with git: an alias can
 #: never shadow them (git tries them before aliases).
