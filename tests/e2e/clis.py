@@ -722,8 +722,13 @@ def droid_model(home: Path, url: str, edit_tools: str | None = None) -> str:
         "maxOutputTokens": 4096,
         **({"fileEditToolProfile": edit_tools} if edit_tools else {}),
     }
-    (folder / "settings.json").write_text(json.dumps({"customModels": [model]}))
-    return "custom:Fake-0"
+    chosen = "custom:Fake-0"
+    # The interactive UI has no -m and, in 0.225, leaves --auto aside: it starts with
+    # the session defaults (exec takes its options).
+    defaults = {"model": chosen, "autonomyMode": "auto-high"}
+    settings = {"customModels": [model], "sessionDefaultSettings": defaults}
+    (folder / "settings.json").write_text(json.dumps(settings))
+    return chosen
 
 
 def run_droid(

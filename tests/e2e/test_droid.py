@@ -9,7 +9,8 @@ Droid sends Claude's payloads with its own tools (Execute, Create, Edit) and no 
 id. It drops a PreToolUse context: the rescue notice rides on the command's PostToolUse
 (a user message after the tool result). `droid exec` sends no UserPromptSubmit, so the
 frame comes with SessionStart. Its shell commands carry no session id of their own, but
-see GUARDS_SESSION from CLAUDE_ENV_FILE."""
+see GUARDS_SESSION from CLAUDE_ENV_FILE. One test drives the interactive UI on a
+terminal (tests/e2e/terminal.py), which sends UserPromptSubmit."""
 
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ from tests.e2e.scenario import (
     show,
     write_work,
 )
+from tests.e2e.terminal import Terminal
 
 Model = Callable[..., ModelServer]
 FRAME = "[Workspace:"
@@ -232,3 +234,37 @@ def test_hook_and_shim_rescue_the_same_work_once(
     assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
     assert news.count(RESCUED) == 1
     assert not any((repo / ".git/guards/receipts").iterdir())
+
+
+def test_the_interactive_ui_frames_each_prompt_once_and_its_session_is_guarded(
+    droid: Cli, model: Model, repo: Path, hermetic_seal: Path
+) -> None:
+    """`droid --auto high PROMPT` on a terminal, as a user starts it. Unlike exec, it asks
+    to trust the folder before it loads the project's configuration (hooks included);
+    then it sends UserPromptSubmit for every prompt: the frame comes with the session's
+    start and not again with the first prompt, a later prompt gets its own; a shell
+    command's file is the session's; quitting ends the session."""
+    write_work(repo, {"README": "alice's readme\n"})
+    script: list[Step] = [[shell("touch made.txt")], say("first turn over"), say("second over")]
+    server = model(script, flavour=DROID)
+    droid_model(hermetic_seal, server.url)
+    env = cli_env({**droid_env(hermetic_seal), "PWD": str(repo)}, droid.path_first)
+    assert droid.path is not None
+    with Terminal([str(droid.path), "--auto", "high", "go"], repo, env) as ui:
+        ui.wait_for("Trust this folder")
+        ui.settle(1.0)
+        ui.press(b"\r")  # its first choice: trust
+        ui.wait_for("first turn over")
+        ui.settle()
+        ui.type("and now")
+        ui.wait_for("second over")
+        ui.settle()
+        assert ui.quit() == 0
+    first, after_tool, second = server.at_step(0), server.at_step(1), server.at_step(2)
+    assert first.text().count(FRAME) == 1 and f"session {ALICE}" in first.text()
+    assert after_tool.text().count(FRAME) == 1
+    assert second.text().count(FRAME) == 2  # the first prompt's, and this one's
+    [mine] = [s for s in sessions(repo) if s.startswith("droid-")]
+    assert owners(repo) == {"README": ALICE, "made.txt": mine}
+    assert sessions(repo)[mine]["liveness"] == "ended"
+    assert not list((repo / ".git/guards/observe").glob("*.framed"))
