@@ -292,6 +292,19 @@ class Run:
         return [e for e in self.events if e.get("type") == "result"]
 
 
+def claude_interactive(home: Path, project: Path, api_key: str) -> None:
+    """What Claude Code's interactive UI asks before it works, answered in ``home``'s
+    ``~/.claude.json``: onboarding done, the API key approved (by its last 20
+    characters), ``project`` trusted (its hooks load only then)."""
+    state = {
+        "hasCompletedOnboarding": True,
+        "theme": "dark",
+        "customApiKeyResponses": {"approved": [api_key[-20:]], "rejected": []},
+        "projects": {str(project): {"hasTrustDialogAccepted": True, "allowedTools": []}},
+    }
+    (home / ".claude.json").write_text(json.dumps(state))
+
+
 def run_claude(
     exe: Path,
     cwd: Path,

@@ -68,9 +68,11 @@ class Terminal:
                 time.sleep(seconds)
 
     def wait_for(self, text: str, timeout: float = 60) -> None:
-        """Until the terminal shows ``text`` (from where it was last waited for on)."""
+        """Until the terminal shows ``text``, whitespace aside (a TUI may draw a space
+        as a cursor move)."""
         deadline = time.monotonic() + timeout
-        while text not in self.shown:
+        words = "".join(text.split())
+        while words not in "".join(self.shown.split()):
             if time.monotonic() > deadline or self.proc.poll() is not None:
                 tail = self.shown[-1500:]
                 raise AssertionError(f"the terminal never showed {text!r}; it ends:\n{tail}")
@@ -102,7 +104,7 @@ class Terminal:
                     self.press(CTRL_C)
                 except OSError:
                     break
-                self.settle(1.0)
+                self.settle(0.3)  # the second press must come soon after the first
         try:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:

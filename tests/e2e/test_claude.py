@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from guards.commands.agent_hook import session_for
-from tests.e2e.clis import Cli, Run, cli_env, run_claude
+from tests.e2e.clis import Cli, Run, claude_interactive, cli_env, run_claude
 from tests.e2e.model_server import ModelServer, Step, say, shell
 from tests.e2e.model_server import read as read_file
 from tests.e2e.model_server import write as write_file
@@ -29,6 +29,7 @@ from tests.e2e.scenario import (
     show,
     write_work,
 )
+from tests.e2e.terminal import Terminal
 from tests.helpers import run_guards
 
 Model = Callable[..., ModelServer]
@@ -206,3 +207,43 @@ def test_with_persist_on_stop_each_turn_persists_the_sessions_work(
     wip = f"refs/wip/{me(run)}"
     assert show(repo, wip, "new.txt") == "written by claude\n"
     assert (repo / "new.txt").read_text() == "written by claude\n"  # the work stays
+
+
+def test_the_interactive_ui_frames_each_prompt_once_and_its_session_is_guarded(
+    claude: Cli, model: Model, repo: Path, hermetic_seal: Path
+) -> None:
+    """`claude --allowedTools … -- PROMPT` on a terminal, a later prompt typed: the
+    frame once with the first prompt (SessionStart and UserPromptSubmit both come), once
+    more with the next; a shell command's file is the session's; quitting (Ctrl+C
+    twice) ends the session."""
+    write_work(repo, {"README": "alice's readme\n"})
+    script: list[Step] = [[shell("touch made.txt")], say("first turn over"), say("second over")]
+    server = model(script)
+    key = "sk-ant-e2e-0123456789abcdefghijklmn"
+    claude_interactive(hermetic_seal, repo, key)
+    env = cli_env(
+        {
+            "ANTHROPIC_BASE_URL": server.url,
+            "ANTHROPIC_API_KEY": key,
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_AUTOUPDATER": "1",
+        },
+        claude.path_first,
+    )
+    assert claude.path is not None
+    tools = ["--allowedTools", "Bash", "Write", "Edit", "Read"]
+    with Terminal([str(claude.path), *tools, "--", "go"], repo, env) as ui:
+        ui.wait_for("first turn over")
+        ui.settle()
+        ui.type("and now")
+        ui.wait_for("second over")
+        ui.settle()
+        assert ui.quit() == 0
+    first, after_tool, second = server.at_step(0), server.at_step(1), server.at_step(2)
+    assert first.text().count(FRAME) == 1 and f"session {ALICE}" in first.text()
+    assert after_tool.text().count(FRAME) == 1
+    assert second.text().count(FRAME) == 2  # the first prompt's, and this one's
+    [mine] = [s for s in sessions(repo) if s.startswith("claude-")]
+    assert owners(repo) == {"README": ALICE, "made.txt": mine}
+    assert sessions(repo)[mine]["liveness"] == "ended"
