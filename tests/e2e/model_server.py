@@ -8,8 +8,8 @@ main loop). It answers from a script written in neutral actions (:func:`shell`,
 
 - step ``i`` of the script answers a request whose conversation already holds ``i``
   assistant turns; past the end of the script the answer is a short text;
-- a request that offers no tools is a side call (a title, a router) and gets a short
-  text (or, for Gemini's JSON calls, an object of the requested schema).
+- a request that does not offer the CLI's shell tool is a side call (a title, a router)
+  and gets a short text (or, for Gemini's JSON calls, an object of the requested schema).
 
 Every request body is logged (:attr:`ModelServer.requests`): that is where a test sees
 what the CLI's hooks put in front of the model. ``before_step`` runs a test's function
@@ -104,10 +104,10 @@ class Request:
     #: The script step this request was answered with (None: a side call).
     step: int | None = None
     answer: Any = None
-
-    @property
-    def offers_tools(self) -> bool:
-        return bool(tool_names(self.dialect, self.body))
+    #: Whether it offers the CLI's shell tool: the agent loop does; a side call (a
+    #: title, a router) offers none or only some other tool (Codex's TUI titles offer
+    #: apply_patch).
+    offers_tools: bool = False
 
     def text(self) -> str:
         """The whole body as one string (for "did the model see X" checks)."""
@@ -208,6 +208,9 @@ class ModelServer:
         """(status, content type, body) for one request; logs it."""
         dialect = dialect_of(path)
         request = Request(method, path, dialect or "?", body)
+        if dialect is not None:
+            shell_tool = TOOLS[self.flavour or dialect]["shell"]
+            request.offers_tools = shell_tool in tool_names(dialect, body)
         with self._lock:
             self.requests.append(request)
         if dialect is None:

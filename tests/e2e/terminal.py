@@ -67,15 +67,18 @@ class Terminal:
             except OSError:  # EIO: the program closed the terminal
                 time.sleep(seconds)
 
-    def wait_for(self, text: str, timeout: float = 60) -> None:
-        """Until the terminal shows ``text``, whitespace aside (a TUI may draw a space
-        as a cursor move)."""
+    def wait_for(self, *texts: str, timeout: float = 60) -> str:
+        """Until the terminal shows one of ``texts``, whitespace aside (a TUI may draw a
+        space as a cursor move); returns the first one shown."""
         deadline = time.monotonic() + timeout
-        words = "".join(text.split())
-        while words not in "".join(self.shown.split()):
+        while True:
+            shown = "".join(self.shown.split())
+            for text in texts:
+                if "".join(text.split()) in shown:
+                    return text
             if time.monotonic() > deadline or self.proc.poll() is not None:
                 tail = self.shown[-1500:]
-                raise AssertionError(f"the terminal never showed {text!r}; it ends:\n{tail}")
+                raise AssertionError(f"the terminal never showed {texts!r}; it ends:\n{tail}")
             self._read(0.2)
 
     def settle(self, seconds: float = 1.5) -> None:

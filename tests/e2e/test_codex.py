@@ -11,7 +11,9 @@ Codex's own."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +41,7 @@ from tests.e2e.scenario import (
     show,
     write_work,
 )
+from tests.e2e.terminal import Terminal
 from tests.helpers import git, run_guards
 
 Model = Callable[..., ModelServer]
@@ -287,3 +290,61 @@ def test_our_hook_keys_and_hashes_are_the_ones_codex_reports(
     assert {k: v for k, v in theirs.items() if k in mine} == mine
     assert f"{hooks_json}:pre_tool_use:1:0" in mine  # behind the user's group
     assert theirs[f"{hooks_json}:pre_tool_use:0:0"][1] == "untrusted"  # theirs: untouched
+
+
+#: Codex 0.171 offers a newer model before the first prompt; its second choice keeps ours.
+KEEP_THE_MODEL = "Use existing model"
+DOWN = b"\x1b[B"
+
+
+def drive_the_tui(codex: Cli, repo: Path, env: dict[str, str], *options: str) -> None:
+    """`codex [options] go` on a terminal, then a second prompt typed, then Ctrl+C twice."""
+    assert codex.path is not None
+    args = [str(codex.path), "--sandbox", "danger-full-access", "--ask-for-approval", "never"]
+    with Terminal([*args, *options, "go"], repo, env) as ui:
+        if ui.wait_for("first turn over", KEEP_THE_MODEL) == KEEP_THE_MODEL:
+            ui.settle(1.0)
+            ui.press(DOWN)
+            ui.settle(0.5)
+            ui.press(b"\r")
+            ui.wait_for("first turn over")
+        ui.settle()
+        ui.type("and now")
+        ui.wait_for("second over")
+        ui.settle()
+        assert ui.quit() == 0
+
+
+def stop_codex_daemons(home: Path) -> None:
+    """Kill the app-server daemons Codex started from ``home`` (they outlive the TUI)."""
+    marker = str(home / "packages").encode()
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and marker in (proc / "cmdline").read_bytes():
+                os.kill(int(proc.name), signal.SIGKILL)
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+
+
+@pytest.mark.parametrize("daemon", [False, True], ids=["no-daemon", "daemon"])
+def test_the_interactive_ui_frames_each_prompt_once_and_its_session_is_guarded(
+    codex: Cli, model: Model, repo: Path, hermetic_seal: Path, daemon: bool
+) -> None:
+    """The TUI on a terminal, a later prompt typed: the frame once with each prompt; a
+    shell command's file is the session's. By default (0.171) the TUI runs its thread in
+    a background app-server that outlives it: quitting sends no SessionEnd, the session
+    stays live until its heartbeat ages; with `--no-daemon` quitting ends it."""
+    write_work(repo, {"README": "alice's readme\n"})
+    server = model([[shell("touch made.txt")], say("first turn over"), say("second over")])
+    env = configure(codex, repo, server, codex_home(hermetic_seal))
+    try:
+        drive_the_tui(codex, repo, env, *([] if daemon else ["--no-daemon"]))
+    finally:
+        stop_codex_daemons(codex_home(hermetic_seal))
+    loop = server.main_requests  # (the TUI's title request is a side call)
+    assert [r.step for r in loop] == [0, 1, 2]
+    assert [r.text().count(FRAME) for r in loop] == [1, 1, 2]
+    assert f"session {ALICE}" in loop[0].text()
+    [mine] = [s for s in sessions(repo) if s.startswith("codex-")]
+    assert owners(repo) == {"README": ALICE, "made.txt": mine}
+    assert sessions(repo)[mine]["liveness"] == ("live" if daemon else "ended")
