@@ -29,12 +29,14 @@ from tests.e2e.scenario import (
     attribution_tour,
     check_write_over_alice,
     observe_markers,
+    owners,
     project,
     rescue_refs,
     sessions,
     show,
     write_work,
 )
+from tests.e2e.terminal import Terminal
 from tests.helpers import git
 
 Model = Callable[[list[Step]], ModelServer]
@@ -46,18 +48,14 @@ def repo(tmp_path: Path) -> Path:
     return project(tmp_path / "repo", "--gemini", "--no-aliases")
 
 
-def gemini_run(
-    gemini: Cli,
-    repo: Path,
-    server: ModelServer,
-    home: Path,
-    env: dict[str, str] | None = None,
-) -> Run:
-    assert gemini.path is not None
+def gemini_env(
+    gemini: Cli, server: ModelServer, home: Path, env: dict[str, str] | None = None
+) -> dict[str, str]:
+    """The API key way in (settings.json), the fake model's URL, the workspace trusted."""
     settings = home / ".gemini/settings.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
     settings.write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
-    full_env = cli_env(
+    return cli_env(
         {
             "GOOGLE_GEMINI_BASE_URL": server.url,
             "GEMINI_API_KEY": "x",
@@ -66,7 +64,17 @@ def gemini_run(
         },
         path_first=list(gemini.path_first),
     )
-    run = run_gemini(gemini.path, repo, "go", full_env)
+
+
+def gemini_run(
+    gemini: Cli,
+    repo: Path,
+    server: ModelServer,
+    home: Path,
+    env: dict[str, str] | None = None,
+) -> Run:
+    assert gemini.path is not None
+    run = run_gemini(gemini.path, repo, "go", gemini_env(gemini, server, home, env))
     assert run.returncode == 0, f"gemini exited {run.returncode}: {run.stderr[-2000:]}"
     return run
 
@@ -181,3 +189,29 @@ def test_the_frame_arrives_once_per_prompt_and_the_session_ends_with_the_cli(
     assert second.text().count(FRAME) == 1  # the tool result's turn gets no second frame
     record = sessions(repo)[me(run)]
     assert record["liveness"] == "ended"
+
+
+def test_the_interactive_ui_frames_each_prompt_once_and_its_session_is_guarded(
+    gemini: Cli, model: Model, repo: Path, hermetic_seal: Path
+) -> None:
+    """`gemini --approval-mode yolo -i PROMPT` on a terminal, a later prompt typed: the
+    frame once with each prompt (BeforeAgent); a shell command's file is the session's;
+    quitting (Ctrl+C twice) ends the session."""
+    write_work(repo, {"README": "alice's readme\n"})
+    server = model([[shell("touch made.txt")], say("first turn over"), say("second over")])
+    env = gemini_env(gemini, server, hermetic_seal)
+    assert gemini.path is not None
+    with Terminal([str(gemini.path), "--approval-mode", "yolo", "-i", "go"], repo, env) as ui:
+        ui.wait_for("first turn over")
+        ui.settle()
+        ui.type("and now")
+        ui.wait_for("second over")
+        ui.settle()
+        assert ui.quit() == 0
+    loop = server.main_requests
+    assert [r.step for r in loop] == [0, 1, 2]
+    assert [r.text().count(FRAME) for r in loop] == [1, 1, 2]
+    assert f"session {ALICE}" in loop[0].text()
+    [mine] = [s for s in sessions(repo) if s.startswith("gemini-")]
+    assert owners(repo) == {"README": ALICE, "made.txt": mine}
+    assert sessions(repo)[mine]["liveness"] == "ended"
