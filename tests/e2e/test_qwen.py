@@ -26,6 +26,7 @@ from tests.e2e.model_server import (
     ANTHROPIC,
     QWEN,
     ModelServer,
+    Request,
     Step,
     read,
     say,
@@ -52,6 +53,7 @@ from tests.e2e.scenario import (
     show,
     write_work,
 )
+from tests.e2e.terminal import Terminal
 from tests.helpers import git, make_repo, run_guards
 
 Model = Callable[..., ModelServer]
@@ -259,3 +261,44 @@ def test_a_command_run_in_another_directory_is_guarded_there(
     assert show(repo, ref, "sub/notes.txt") == "alice's notes\n"
     assert "src/app.py" not in git(repo, "show", "--format=%B", "-s", ref)
     assert RESCUED in server.at_step(1).news()
+
+
+#: How the interactive UI's own requests (0.24.4) start their last message.
+UI_CALLS = ("[SUGGESTION MODE", "Managed memory")
+
+
+def asks(request: Request) -> str:
+    """The first text of the request's last message."""
+    content = request.body["messages"][-1]["content"]
+    first = content[0] if isinstance(content, list) and content else content
+    return str(first.get("text", "") if isinstance(first, dict) else first)
+
+
+def test_the_interactive_ui_frames_each_prompt_once_and_its_session_is_guarded(
+    qwen: Cli, model: Model, repo: Path
+) -> None:
+    """`qwen --approval-mode yolo … -i PROMPT` on a terminal, a later prompt typed: the
+    frame once with each prompt; a shell command's file is the session's; quitting
+    (Ctrl+C twice) ends the session."""
+    write_work(repo, {"README": "alice's readme\n"})
+    script: list[Step] = [[shell("touch made.txt")], say("first turn over"), say("second over")]
+    server = model(script, flavour=QWEN)
+    env = cli_env(qwen_env(server), path_first=list(qwen.path_first))
+    assert qwen.path is not None
+    args = [str(qwen.path), "--approval-mode", "yolo", "--auth-type", "anthropic"]
+    args += ["--model", "claude-sonnet-4-5", "-i", "go"]
+    with Terminal(args, repo, env) as ui:
+        ui.wait_for("first turn over")
+        ui.settle()
+        ui.type("and now")
+        ui.wait_for("second over")
+        ui.settle()
+        assert ui.quit() == 0
+    # The UI's own calls offer the tools too: a suggestion of what to type next, memory.
+    loop = [r for r in server.main_requests if not asks(r).startswith(UI_CALLS)]
+    assert [r.step for r in loop] == [0, 1, 2]
+    assert [r.text().count(FRAME) for r in loop] == [1, 1, 2]
+    assert f"session {ALICE}" in loop[0].text()
+    [mine] = [s for s in sessions(repo) if s.startswith("qwen-")]
+    assert owners(repo) == {"README": ALICE, "made.txt": mine}
+    assert sessions(repo)[mine]["liveness"] == "ended"
