@@ -18,6 +18,7 @@ import struct
 import subprocess
 import termios
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 COLUMNS, ROWS = 120, 40
@@ -79,6 +80,15 @@ class Terminal:
             if time.monotonic() > deadline or self.proc.poll() is not None:
                 tail = self.shown[-1500:]
                 raise AssertionError(f"the terminal never showed {texts!r}; it ends:\n{tail}")
+            self._read(0.2)
+
+    def wait_until(self, done: Callable[[], bool], what: str, timeout: float = 60) -> None:
+        """Until ``done()`` (e.g. the fake model answered a step), reading meanwhile: for
+        a UI whose animation draws into the words it shows."""
+        deadline = time.monotonic() + timeout
+        while not done():
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise AssertionError(f"never {what}; the terminal ends:\n{self.shown[-1500:]}")
             self._read(0.2)
 
     def settle(self, seconds: float = 1.5) -> None:

@@ -20,7 +20,7 @@ import pytest
 
 from guards.commands.agent_hook import session_for
 from tests.e2e.clis import Cli, Run, cli_env, run_copilot
-from tests.e2e.model_server import COPILOT, ModelServer, say, shell
+from tests.e2e.model_server import COPILOT, ModelServer, Step, say, shell
 from tests.e2e.scenario import (
     ALICE,
     ALICE_WORK,
@@ -38,6 +38,7 @@ from tests.e2e.scenario import (
     show,
     write_work,
 )
+from tests.e2e.terminal import Terminal
 from tests.helpers import doctor_findings, run_guards
 
 Model = Callable[..., ModelServer]
@@ -191,3 +192,40 @@ def test_in_a_folder_copilot_does_not_trust_doctor_says_so_and_its_fix_makes_the
     [ref] = rescue_refs(repo)
     assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
     assert RESCUED in server.at_step(1).news()
+
+
+def test_the_interactive_ui_frames_each_prompt_once_and_its_session_is_guarded(
+    copilot: Cli, model: Model, repo: Path
+) -> None:
+    """`copilot --allow-all -i PROMPT` on a terminal, a later prompt typed: the frame
+    once with each prompt; a shell command's file is the session's; quitting (Ctrl+C
+    twice) ends the session."""
+    write_work(repo, {"README": "alice's readme\n"})
+    script: list[Step] = [[shell("touch made.txt")], say("first turn over"), say("second over")]
+    server = model(script, flavour=COPILOT)
+    env = cli_env(
+        {
+            "COPILOT_PROVIDER_TYPE": "anthropic",
+            "COPILOT_PROVIDER_BASE_URL": server.url,
+            "COPILOT_PROVIDER_API_KEY": "x",
+            "COPILOT_MODEL": "claude-sonnet-4.5",
+            "COPILOT_ALLOW_ALL": "true",
+        },
+        path_first=list(copilot.path_first),
+    )
+    assert copilot.path is not None
+    with Terminal([str(copilot.path), "--allow-all", "-i", "go"], repo, env) as ui:
+        # (its spinner draws into the words it shows: the server tells when a turn ended)
+        ui.wait_until(lambda: 1 in server.answered_steps(), "the first turn's end")
+        ui.settle(2.0)
+        ui.type("and now")
+        ui.wait_until(lambda: 2 in server.answered_steps(), "the second turn's end")
+        ui.settle(2.0)
+        assert ui.quit() == 0
+    loop = server.main_requests
+    assert [r.step for r in loop] == [0, 1, 2]
+    assert [r.text().count(FRAME) for r in loop] == [1, 1, 2]
+    assert f"session {ALICE}" in loop[0].text()
+    [mine] = [s for s in sessions(repo) if s.startswith("copilot-")]
+    assert owners(repo) == {"README": ALICE, "made.txt": mine}
+    assert sessions(repo)[mine]["liveness"] == "ended"
