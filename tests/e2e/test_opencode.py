@@ -23,6 +23,7 @@ import pytest
 
 from guards.commands.agent_hook import session_for
 from tests.e2e.clis import (
+    OPENCODE_OFFLINE,
     Cli,
     Run,
     cli_env,
@@ -51,6 +52,7 @@ from tests.e2e.scenario import (
     show,
     write_work,
 )
+from tests.e2e.terminal import Terminal
 from tests.helpers import disposable_python, git, make_repo, path_without_guards, run_guards
 
 Model = Callable[..., ModelServer]
@@ -266,3 +268,35 @@ def test_with_pure_opencode_loads_no_plugin_and_only_the_shim_guards_git(
     [ref] = rescue_refs(repo)
     assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
     assert server.at_step(1).news().count(RESCUED) == 1  # the shim's notice
+
+
+def test_the_interactive_ui_frames_each_prompt_once_and_its_session_is_guarded(
+    opencode: Cli, model: Model, repo: Path
+) -> None:
+    """`opencode --auto --prompt PROMPT` (its TUI) on a terminal, a later prompt typed:
+    the frame once with each prompt; a shell command's file is the session's; quitting
+    (Ctrl+C twice) ends the session."""
+    write_work(repo, {"README": "alice's readme\n"})
+    script: list[Step] = [[shell("touch made.txt")], say("first turn over"), say("second over")]
+    server = model(script, flavour=OPENCODE)
+    env = {**OPENCODE_OFFLINE, **cli_env({}), "PWD": str(repo)}
+    user = Path(env["XDG_CONFIG_HOME"]) / "opencode"
+    user.mkdir(parents=True, exist_ok=True)
+    (user / "opencode.json").write_text(json.dumps(opencode_config(server.url)))
+    opencode_offline_plugin_deps(user, repo / ".opencode")
+    assert opencode.path is not None
+    with Terminal([str(opencode.path), "--auto", "--prompt", "go"], repo, env) as ui:
+        # (the server tells when a turn ended: a TUI redraws its words as it likes)
+        ui.wait_until(lambda: 1 in server.answered_steps(), "the first turn's end")
+        ui.settle(2.0)
+        ui.type("and now")
+        ui.wait_until(lambda: 2 in server.answered_steps(), "the second turn's end")
+        ui.settle(2.0)
+        ui.quit()
+    loop = server.main_requests
+    assert [r.step for r in loop] == [0, 1, 2]
+    assert [r.text().count(FRAME) for r in loop] == [1, 1, 2]
+    assert f"session {ALICE}" in loop[0].text()
+    [mine] = [s for s in sessions(repo) if s.startswith("opencode-")]
+    assert owners(repo) == {"README": ALICE, "made.txt": mine}
+    assert sessions(repo)[mine]["liveness"] == "ended"
