@@ -193,3 +193,23 @@ def attribution_tour(
     if failing:
         steps.append([shell("echo failing > failed.txt; exit 3")])
     return [*steps, say("done")]
+
+
+# -- the interactive UIs ------------------------------------------------------------------
+
+#: Two turns in an interactive UI: a shell command's file, then a text; a second prompt.
+INTERACTIVE: list[Step] = [[shell("touch made.txt")], say("first turn over"), say("second over")]
+
+
+def check_interactive(
+    repo: Path, loop: list[Any], harness: str, *, ended: bool = True, frame: str = "[Workspace:"
+) -> None:
+    """After :data:`INTERACTIVE` with alice's README dirty: the agent loop's requests
+    ``loop`` carry the frame once per prompt (the first prompt's stays in the history),
+    naming alice; ``made.txt`` is the session's; the session ended when the UI quit."""
+    assert [r.step for r in loop] == [0, 1, 2]
+    assert [r.text().count(frame) for r in loop] == [1, 1, 2]
+    assert f"session {ALICE}" in loop[0].text()
+    [mine] = [s for s in sessions(repo) if s.startswith(f"{harness}-")]
+    assert owners(repo) == {"README": ALICE, "made.txt": mine}
+    assert sessions(repo)[mine]["liveness"] == ("ended" if ended else "live")

@@ -29,11 +29,13 @@ from tests.e2e.scenario import (
     ALICE,
     ALICE_WORK,
     FILES,
+    INTERACTIVE,
     RESCUED,
     TOUR_PATHS,
     Tour,
     attributed_after_the_tour,
     attribution_tour,
+    check_interactive,
     owners,
     project,
     rescue_refs,
@@ -335,16 +337,11 @@ def test_the_interactive_ui_frames_each_prompt_once_and_its_session_is_guarded(
     a background app-server that outlives it: quitting sends no SessionEnd, the session
     stays live until its heartbeat ages; with `--no-daemon` quitting ends it."""
     write_work(repo, {"README": "alice's readme\n"})
-    server = model([[shell("touch made.txt")], say("first turn over"), say("second over")])
+    server = model(INTERACTIVE)
     env = configure(codex, repo, server, codex_home(hermetic_seal))
     try:
         drive_the_tui(codex, repo, env, *([] if daemon else ["--no-daemon"]))
     finally:
         stop_codex_daemons(codex_home(hermetic_seal))
     loop = server.main_requests  # (the TUI's title request is a side call)
-    assert [r.step for r in loop] == [0, 1, 2]
-    assert [r.text().count(FRAME) for r in loop] == [1, 1, 2]
-    assert f"session {ALICE}" in loop[0].text()
-    [mine] = [s for s in sessions(repo) if s.startswith("codex-")]
-    assert owners(repo) == {"README": ALICE, "made.txt": mine}
-    assert sessions(repo)[mine]["liveness"] == ("live" if daemon else "ended")
+    check_interactive(repo, loop, "codex", ended=not daemon)

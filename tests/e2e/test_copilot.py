@@ -20,16 +20,18 @@ import pytest
 
 from guards.commands.agent_hook import session_for
 from tests.e2e.clis import Cli, Run, cli_env, run_copilot
-from tests.e2e.model_server import COPILOT, ModelServer, Step, say, shell
+from tests.e2e.model_server import COPILOT, ModelServer, say, shell
 from tests.e2e.scenario import (
     ALICE,
     ALICE_WORK,
     FILES,
+    INTERACTIVE,
     RESCUED,
     TOUR_PATHS,
     Tour,
     attributed_after_the_tour,
     attribution_tour,
+    check_interactive,
     observe_markers,
     owners,
     project,
@@ -201,8 +203,7 @@ def test_the_interactive_ui_frames_each_prompt_once_and_its_session_is_guarded(
     once with each prompt; a shell command's file is the session's; quitting (Ctrl+C
     twice) ends the session."""
     write_work(repo, {"README": "alice's readme\n"})
-    script: list[Step] = [[shell("touch made.txt")], say("first turn over"), say("second over")]
-    server = model(script, flavour=COPILOT)
+    server = model(INTERACTIVE, flavour=COPILOT)
     env = cli_env(
         {
             "COPILOT_PROVIDER_TYPE": "anthropic",
@@ -222,10 +223,4 @@ def test_the_interactive_ui_frames_each_prompt_once_and_its_session_is_guarded(
         ui.wait_until(lambda: 2 in server.answered_steps(), "the second turn's end")
         ui.settle(2.0)
         assert ui.quit() == 0
-    loop = server.main_requests
-    assert [r.step for r in loop] == [0, 1, 2]
-    assert [r.text().count(FRAME) for r in loop] == [1, 1, 2]
-    assert f"session {ALICE}" in loop[0].text()
-    [mine] = [s for s in sessions(repo) if s.startswith("copilot-")]
-    assert owners(repo) == {"README": ALICE, "made.txt": mine}
-    assert sessions(repo)[mine]["liveness"] == "ended"
+    check_interactive(repo, server.main_requests, "copilot")

@@ -32,9 +32,11 @@ from tests.e2e.scenario import (
     ALICE,
     ALICE_WORK,
     FILES,
+    INTERACTIVE,
     RESCUED,
     Tour,
     attribution_tour,
+    check_interactive,
     check_write_over_alice,
     observe_markers,
     owners,
@@ -245,8 +247,7 @@ def test_the_interactive_ui_frames_each_prompt_once_and_its_session_is_guarded(
     start and not again with the first prompt, a later prompt gets its own; a shell
     command's file is the session's; quitting ends the session."""
     write_work(repo, {"README": "alice's readme\n"})
-    script: list[Step] = [[shell("touch made.txt")], say("first turn over"), say("second over")]
-    server = model(script, flavour=DROID)
+    server = model(INTERACTIVE, flavour=DROID)
     droid_model(hermetic_seal, server.url)
     env = cli_env({**droid_env(hermetic_seal), "PWD": str(repo)}, droid.path_first)
     assert droid.path is not None
@@ -260,11 +261,5 @@ def test_the_interactive_ui_frames_each_prompt_once_and_its_session_is_guarded(
         ui.wait_for("second over")
         ui.settle()
         assert ui.quit() == 0
-    first, after_tool, second = server.at_step(0), server.at_step(1), server.at_step(2)
-    assert first.text().count(FRAME) == 1 and f"session {ALICE}" in first.text()
-    assert after_tool.text().count(FRAME) == 1
-    assert second.text().count(FRAME) == 2  # the first prompt's, and this one's
-    [mine] = [s for s in sessions(repo) if s.startswith("droid-")]
-    assert owners(repo) == {"README": ALICE, "made.txt": mine}
-    assert sessions(repo)[mine]["liveness"] == "ended"
+    check_interactive(repo, server.main_requests, "droid")
     assert not list((repo / ".git/guards/observe").glob("*.framed"))

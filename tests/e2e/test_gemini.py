@@ -24,12 +24,13 @@ from tests.e2e.scenario import (
     ALICE,
     ALICE_WORK,
     FILES,
+    INTERACTIVE,
     TOUR_PATHS,
     attributed_after_the_tour,
     attribution_tour,
+    check_interactive,
     check_write_over_alice,
     observe_markers,
-    owners,
     project,
     rescue_refs,
     sessions,
@@ -198,7 +199,7 @@ def test_the_interactive_ui_frames_each_prompt_once_and_its_session_is_guarded(
     frame once with each prompt (BeforeAgent); a shell command's file is the session's;
     quitting (Ctrl+C twice) ends the session."""
     write_work(repo, {"README": "alice's readme\n"})
-    server = model([[shell("touch made.txt")], say("first turn over"), say("second over")])
+    server = model(INTERACTIVE)
     env = gemini_env(gemini, server, hermetic_seal)
     assert gemini.path is not None
     with Terminal([str(gemini.path), "--approval-mode", "yolo", "-i", "go"], repo, env) as ui:
@@ -208,10 +209,4 @@ def test_the_interactive_ui_frames_each_prompt_once_and_its_session_is_guarded(
         ui.wait_for("second over")
         ui.settle()
         assert ui.quit() == 0
-    loop = server.main_requests
-    assert [r.step for r in loop] == [0, 1, 2]
-    assert [r.text().count(FRAME) for r in loop] == [1, 1, 2]
-    assert f"session {ALICE}" in loop[0].text()
-    [mine] = [s for s in sessions(repo) if s.startswith("gemini-")]
-    assert owners(repo) == {"README": ALICE, "made.txt": mine}
-    assert sessions(repo)[mine]["liveness"] == "ended"
+    check_interactive(repo, server.main_requests, "gemini")

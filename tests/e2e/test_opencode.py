@@ -38,11 +38,13 @@ from tests.e2e.scenario import (
     ALICE,
     ALICE_WORK,
     FILES,
+    INTERACTIVE,
     RESCUED,
     TOUR_PATHS,
     Tour,
     attributed_after_the_tour,
     attribution_tour,
+    check_interactive,
     check_write_over_alice,
     observe_markers,
     owners,
@@ -277,8 +279,7 @@ def test_the_interactive_ui_frames_each_prompt_once_and_its_session_is_guarded(
     the frame once with each prompt; a shell command's file is the session's; quitting
     (Ctrl+C twice) ends the session."""
     write_work(repo, {"README": "alice's readme\n"})
-    script: list[Step] = [[shell("touch made.txt")], say("first turn over"), say("second over")]
-    server = model(script, flavour=OPENCODE)
+    server = model(INTERACTIVE, flavour=OPENCODE)
     env = {**OPENCODE_OFFLINE, **cli_env({}), "PWD": str(repo)}
     user = Path(env["XDG_CONFIG_HOME"]) / "opencode"
     user.mkdir(parents=True, exist_ok=True)
@@ -293,10 +294,4 @@ def test_the_interactive_ui_frames_each_prompt_once_and_its_session_is_guarded(
         ui.wait_until(lambda: 2 in server.answered_steps(), "the second turn's end")
         ui.settle(2.0)
         ui.quit()
-    loop = server.main_requests
-    assert [r.step for r in loop] == [0, 1, 2]
-    assert [r.text().count(FRAME) for r in loop] == [1, 1, 2]
-    assert f"session {ALICE}" in loop[0].text()
-    [mine] = [s for s in sessions(repo) if s.startswith("opencode-")]
-    assert owners(repo) == {"README": ALICE, "made.txt": mine}
-    assert sessions(repo)[mine]["liveness"] == "ended"
+    check_interactive(repo, server.main_requests, "opencode")
