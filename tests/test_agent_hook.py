@@ -337,6 +337,21 @@ def test_a_receipt_proves_nothing_to_another_session_or_without_its_ref(
     assert res.returncode == 0 and "guards: rescued 1 path of session alice" in res.stderr
 
 
+def test_an_unidentified_shim_inside_the_hooked_command_rescues_nothing_twice(
+    repo: Path,
+) -> None:
+    """Gemini CLI's shell commands carry no session id: the shim inside the hooked line
+    runs unidentified. The hook's receipt still proves the work held (one ref, no second
+    notice); an identified other session is not let off (the test above)."""
+    alice_dirty(repo)
+    hook_rescues(repo)
+    res = run_guards("run", "--", "reset", "--hard", cwd=repo, env={"GUARDS_SESSION": ""})
+    assert res.returncode == 0 and "guards:" not in res.stderr, res.stderr
+    [ref] = rescue_refs(repo)
+    assert git(repo, "show", f"{ref}:src/app.py") == "print('alice')\n"
+    assert (repo / "src/app.py").read_text() == "print('hi')\n"  # git ran
+
+
 def test_one_line_s_rescues_in_two_places_of_a_repository_leave_one_receipt_for_both(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

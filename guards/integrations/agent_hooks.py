@@ -398,13 +398,14 @@ def _leave_receipts(
     use_id = event.get("tool_use_id")
     key = use_id if isinstance(use_id, str) and use_id else None
     marker = _marker_key(event)
-    if key is None and harness in ("copilot", "droid") and marker is not None:
-        # No id, but its shell commands show the session: a key of this line's own
+    if key is None and harness in ("copilot", "droid", "gemini") and marker is not None:
+        # No id: a key of this line's own. Copilot's and Droid's shell commands show the
+        # session; Gemini's show none, and its shim, unidentified, takes any receipt.
         import time
 
         key = f"{marker[0]}.{time.time_ns()}-{os.getpid()}"
     if sid is None or key is None or _ledger_dir(_cwd(event)) is None:
-        return []  # Gemini: no id, and its shell commands could not show a session anyway
+        return []
     from guards.errors import GuardsError
     from guards.protect import receipts
 

@@ -11,7 +11,10 @@ to rescue ref R, commit C (their work-tree state), index commit I (their index s
 A guard running as session S (the shim runs in the harness's environment, where the
 hook exported ``GUARDS_SESSION``) counts an at-risk path as already rescued only when
 
-- a receipt of S itself, for this work tree, names the path;
+- a receipt of S itself, for this work tree, names the path (an unidentified guard, the
+  shim inside a harness that gives its shell commands no session id, such as Gemini
+  CLI, takes any session's receipt: the checks below prove the bytes held whoever
+  rescued them, and it owns nothing a receipt could have left out);
 - R still points at C; and
 - the path holds now exactly what C holds (mode and blob id, or absent), and the index
   exactly what I holds (a conflicted path never counts).
@@ -103,8 +106,9 @@ def _modified(entry: os.DirEntry[str]) -> float:
 
 
 def _receipts(ws: Workspace) -> list[dict[str, object]]:
-    """The caller's receipts for this work tree."""
-    if ws.caller is None or ws.repo.toplevel is None:
+    """The caller's receipts for this work tree (an unidentified caller's: every
+    session's)."""
+    if ws.repo.toplevel is None:
         return []
     folder = ws.repo.ledger_dir / RECEIPTS_DIR
     found: list[dict[str, object]] = []
@@ -122,7 +126,7 @@ def _receipts(ws: Workspace) -> list[dict[str, object]]:
             continue  # unreadable: proves nothing
         if (
             isinstance(doc, dict)
-            and doc.get("session") == ws.caller
+            and (ws.caller is None or doc.get("session") == ws.caller)
             and doc.get("worktree") == ws.repo.worktree_key
             and isinstance(doc.get("rescues"), list)
         ):
@@ -132,8 +136,8 @@ def _receipts(ws: Workspace) -> list[dict[str, object]]:
 
 def already_rescued(ws: Workspace, paths: list[str]) -> set[str]:
     """The ``paths`` (at risk, not the caller's) whose current work-tree and index state a
-    receipt of the caller proves held by a rescue ref already (a directory: every file
-    under it)."""
+    receipt of the caller (of anyone, for an unidentified caller) proves held by a rescue
+    ref already (a directory: every file under it)."""
     receipts = _receipts(ws)
     if not receipts or not paths:
         return set()

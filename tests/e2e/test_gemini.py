@@ -38,7 +38,7 @@ from tests.e2e.scenario import (
     write_work,
 )
 from tests.e2e.terminal import Terminal
-from tests.helpers import git
+from tests.helpers import git, run_guards
 
 Model = Callable[[list[Step]], ModelServer]
 RESCUED = "guards: rescued"
@@ -50,7 +50,11 @@ def repo(tmp_path: Path) -> Path:
 
 
 def gemini_env(
-    gemini: Cli, server: ModelServer, home: Path, env: dict[str, str] | None = None
+    gemini: Cli,
+    server: ModelServer,
+    home: Path,
+    env: dict[str, str] | None = None,
+    path_first: list[Path] | None = None,
 ) -> dict[str, str]:
     """The API key way in (settings.json), the fake model's URL, the workspace trusted."""
     settings = home / ".gemini/settings.json"
@@ -63,7 +67,7 @@ def gemini_env(
             "GEMINI_CLI_TRUST_WORKSPACE": "true",
             **(env or {}),
         },
-        path_first=list(gemini.path_first),
+        path_first=[*(path_first or []), *gemini.path_first],
     )
 
 
@@ -73,9 +77,10 @@ def gemini_run(
     server: ModelServer,
     home: Path,
     env: dict[str, str] | None = None,
+    path_first: list[Path] | None = None,
 ) -> Run:
     assert gemini.path is not None
-    run = run_gemini(gemini.path, repo, "go", gemini_env(gemini, server, home, env))
+    run = run_gemini(gemini.path, repo, "go", gemini_env(gemini, server, home, env, path_first))
     assert run.returncode == 0, f"gemini exited {run.returncode}: {run.stderr[-2000:]}"
     return run
 
@@ -130,6 +135,28 @@ def test_the_hook_rescues_alices_work_before_a_gemini_shell_command_and_the_mode
     if command == "git stash -u":
         assert git(repo, "stash", "list") != ""
     assert observe_markers(repo) == []
+
+
+def test_hook_and_shim_rescue_the_same_work_once(
+    gemini: Cli, model: Model, repo: Path, hermetic_seal: Path, tmp_path: Path
+) -> None:
+    """Gemini's shell commands carry no session id, so the shim inside the line runs
+    unidentified: the hook's rescue still holds the work, and the shim keeps no second
+    copy of it (one ref, one notice)."""
+    shim = tmp_path / "shim"
+    res = run_guards("install", "--shim", str(shim), "--no-aliases", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    write_work(repo, ALICE_WORK)
+    server = model([[shell("command -v git; git reset --hard")], say("done")])
+    gemini_run(gemini, repo, server, hermetic_seal, path_first=[shim])
+    news = server.at_step(1).news()
+    assert str(shim / "git") in news  # the command met the shim
+    assert (repo / "src/app.py").read_text() == FILES["src/app.py"]
+    [ref] = rescue_refs(repo)
+    assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
+    assert news.count(RESCUED) == 1
+    receipts = repo / ".git/guards/receipts"
+    assert receipts.is_dir() and not any(receipts.iterdir())  # left, then taken back
 
 
 def test_with_policy_block_the_hook_refuses_and_the_model_reads_why(
