@@ -59,7 +59,9 @@ class Action:
 
 
 def shell(command: str, directory: str | None = None) -> Action:
-    """A shell line (``directory``: where it runs, for the CLIs whose tool takes one)."""
+    """A shell line (``directory``: where it runs, for the CLIs whose tool takes one:
+    Codex's ``workdir``, Gemini's ``dir_path``, Qwen's ``directory``, opencode's
+    ``workdir``)."""
     args = {"command": command}
     if directory is not None:
         args["directory"] = directory
@@ -549,12 +551,13 @@ def _openai_item(server: ModelServer, action: Action) -> dict[str, Any]:
     call_id = server.next_id("call")
     if action.kind in ("shell", "read"):
         command = action.args.get("command") or f"cat {shlex.quote(action.args['path'])}"
+        where = {"workdir": action.args["directory"]} if "directory" in action.args else {}
         return {
             "type": "function_call",
             "id": server.next_id("fc"),
             "call_id": call_id,
             "name": "exec_command",
-            "arguments": json.dumps({"cmd": command}),
+            "arguments": json.dumps({"cmd": command, **where}),
             "status": "completed",
         }
     return {
@@ -642,7 +645,8 @@ def openai_reply(server: ModelServer, body: dict[str, Any], reply: Step) -> tupl
 def _gemini_args(action: Action) -> dict[str, str]:
     a = action.args
     if action.kind == "shell":
-        return {"command": a["command"], "description": "run a command"}
+        where = {"dir_path": a["directory"]} if "directory" in a else {}
+        return {"command": a["command"], "description": "run a command", **where}
     if action.kind == "write":
         return {"file_path": a["path"], "content": a["content"]}
     if action.kind == "read":

@@ -155,6 +155,29 @@ class Tour:
         assert git(self.repo, "stash", "list") != ""
 
 
+# -- a command run in another directory ---------------------------------------------------
+
+#: Alice's work at the top and in sub/: a line told to run in sub/ reaches sub/ only.
+IN_SUB_WORK = {**ALICE_WORK, "sub/notes.txt": "alice's notes\n"}
+
+
+def in_sub(repo: Path) -> list[Step]:
+    """`git checkout -- .` given sub/ as the directory it runs in (the tool's own
+    argument: Codex's workdir, Gemini's dir_path, Qwen's directory, opencode's workdir)."""
+    return [[shell("git checkout -- .", directory=str(repo / "sub"))], say("done")]
+
+
+def check_in_sub(repo: Path, server: ModelServer) -> None:
+    """After :func:`in_sub` over :data:`IN_SUB_WORK`: judged where it ran, it destroyed
+    (and so rescued) alice's work in sub/ only, and the model heard of it."""
+    assert (repo / "sub/notes.txt").read_text() == FILES["sub/notes.txt"]
+    assert (repo / "src/app.py").read_text() == ALICE_WORK["src/app.py"]
+    [ref] = rescue_refs(repo)
+    assert show(repo, ref, "sub/notes.txt") == "alice's notes\n"
+    assert "src/app.py" not in git(repo, "show", "--format=%B", "-s", ref)
+    assert RESCUED in server.at_step(1).news()
+
+
 def check_write_over_alice(
     repo: Path, server: ModelServer, step: int, session: str, text: str
 ) -> None:

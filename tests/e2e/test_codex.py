@@ -29,13 +29,16 @@ from tests.e2e.scenario import (
     ALICE,
     ALICE_WORK,
     FILES,
+    IN_SUB_WORK,
     INTERACTIVE,
     RESCUED,
     TOUR_PATHS,
     Tour,
     attributed_after_the_tour,
     attribution_tour,
+    check_in_sub,
     check_interactive,
+    in_sub,
     owners,
     project,
     rescue_refs,
@@ -153,6 +156,17 @@ def test_a_command_run_in_another_directory_rescues_what_it_destroys_there(
     [ref] = rescue_refs(repo)
     assert show(repo, ref, "sub/notes.txt") == "alice's notes\n"
     assert RESCUED in server.at_step(1).news()
+
+
+def test_a_command_given_a_workdir_is_guarded_there(
+    codex: Cli, model: Model, repo: Path, hermetic_seal: Path
+) -> None:
+    """exec_command's ``workdir``: the hook's cwd is that directory, and the line is
+    judged there."""
+    write_work(repo, IN_SUB_WORK)
+    server = model(in_sub(repo))
+    codex_run(codex, repo, server, codex_home(hermetic_seal))
+    check_in_sub(repo, server)
 
 
 # -- attribution -------------------------------------------------------------------------

@@ -24,12 +24,15 @@ from tests.e2e.scenario import (
     ALICE,
     ALICE_WORK,
     FILES,
+    IN_SUB_WORK,
     INTERACTIVE,
     TOUR_PATHS,
     attributed_after_the_tour,
     attribution_tour,
+    check_in_sub,
     check_interactive,
     check_write_over_alice,
+    in_sub,
     observe_markers,
     project,
     rescue_refs,
@@ -157,6 +160,16 @@ def test_hook_and_shim_rescue_the_same_work_once(
     assert news.count(RESCUED) == 1
     receipts = repo / ".git/guards/receipts"
     assert receipts.is_dir() and not any(receipts.iterdir())  # left, then taken back
+
+
+def test_a_command_given_a_dir_path_is_guarded_there(
+    gemini: Cli, model: Model, repo: Path, hermetic_seal: Path
+) -> None:
+    """run_shell_command's ``dir_path``: the line is judged where it runs."""
+    write_work(repo, IN_SUB_WORK)
+    server = model(in_sub(repo))
+    gemini_run(gemini, repo, server, hermetic_seal)
+    check_in_sub(repo, server)
 
 
 def test_with_policy_block_the_hook_refuses_and_the_model_reads_why(

@@ -38,14 +38,17 @@ from tests.e2e.scenario import (
     ALICE,
     ALICE_WORK,
     FILES,
+    IN_SUB_WORK,
     INTERACTIVE,
     RESCUED,
     TOUR_PATHS,
     Tour,
     attributed_after_the_tour,
     attribution_tour,
+    check_in_sub,
     check_interactive,
     check_write_over_alice,
+    in_sub,
     observe_markers,
     owners,
     project,
@@ -219,6 +222,16 @@ def test_the_session_ends_when_opencode_exits(opencode: Cli, model: Model, repo:
     assert owners(repo) == {"mine.txt": me(run)}
     assert sessions(repo)[me(run)]["liveness"] == "ended", run.stderr[-2000:]
     assert show(repo, f"refs/wip/{me(run)}", "mine.txt") == "mine\n"
+
+
+def test_a_command_given_a_workdir_is_guarded_there(
+    opencode: Cli, model: Model, repo: Path
+) -> None:
+    """bash's ``workdir``: the line is judged where it runs."""
+    write_work(repo, IN_SUB_WORK)
+    server = model(in_sub(repo), flavour=OPENCODE)
+    opencode_run(opencode, repo, server)
+    check_in_sub(repo, server)
 
 
 def test_hook_and_shim_rescue_the_same_work_once(

@@ -39,14 +39,17 @@ from tests.e2e.scenario import (
     ALICE,
     ALICE_WORK,
     FILES,
+    IN_SUB_WORK,
     INTERACTIVE,
     RESCUED,
     TOUR_PATHS,
     Tour,
     attributed_after_the_tour,
     attribution_tour,
+    check_in_sub,
     check_interactive,
     check_write_over_alice,
+    in_sub,
     observe_markers,
     owners,
     project,
@@ -253,16 +256,10 @@ def test_a_command_run_in_another_directory_is_guarded_there(
 ) -> None:
     """``directory`` of run_shell_command: `git checkout -- .` in sub/ destroys (and so
     rescues) alice's work in sub/ only."""
-    write_work(repo, {**ALICE_WORK, "sub/notes.txt": "alice's notes\n"})
-    step = [shell("git checkout -- .", directory=str(repo / "sub"))]
-    server = model([step, say("done")], flavour=QWEN)
+    write_work(repo, IN_SUB_WORK)
+    server = model(in_sub(repo), flavour=QWEN)
     qwen_run(qwen, repo, server)
-    assert (repo / "sub/notes.txt").read_text() == FILES["sub/notes.txt"]
-    assert (repo / "src/app.py").read_text() == ALICE_WORK["src/app.py"]
-    [ref] = rescue_refs(repo)
-    assert show(repo, ref, "sub/notes.txt") == "alice's notes\n"
-    assert "src/app.py" not in git(repo, "show", "--format=%B", "-s", ref)
-    assert RESCUED in server.at_step(1).news()
+    check_in_sub(repo, server)
 
 
 #: How the interactive UI's own requests (0.24.4) start their last message.
