@@ -182,6 +182,42 @@ def test_harness_hooks_that_miss_an_event_are_not_ok_until_reinstalled(
     assert "harness-events" not in doctor(repo)
 
 
+#: Our tool-start hook's timeout cut short, in each harness's own unit and key.
+SHORT = {
+    "claude": ("PreToolUse", "timeout", 5, "PreToolUse (5 s)"),
+    "codex": ("PreToolUse", "timeout", 2, "PreToolUse (2 s)"),
+    # what `gemini hooks migrate --from-claude` makes of Claude's 60 (seconds)
+    "gemini": ("BeforeTool", "timeout", 60, "BeforeTool (60 ms)"),
+    "copilot": ("preToolUse", "timeoutSec", 1, "preToolUse (1 s)"),
+    "qwen": ("PreToolUse", "timeout", 3, "PreToolUse (3 s)"),
+    "droid": ("PreToolUse", "timeout", 9, "PreToolUse (9 s)"),
+}
+
+
+@pytest.mark.parametrize("harness", list(SHORT))
+def test_harness_hooks_that_time_out_too_soon_are_not_ok_until_reinstalled(
+    repo: Path, harness: str
+) -> None:
+    """A harness gives up on a hook at its timeout and runs the tool unguarded."""
+    assert run_guards("install", f"--{harness}", "--no-aliases", cwd=repo).returncode == 0
+    assert "harness-timeouts" not in doctor(repo)  # what install writes is long enough
+    settings = harness_settings.settings_path(harness, "project", repo)
+    doc = json.loads(settings.read_text())
+    hooks = doc if harness == "droid" else doc["hooks"]
+    event, key, value, said = SHORT[harness]
+    groups = hooks[event]
+    entry = groups[0] if harness == "copilot" else groups[0]["hooks"][0]
+    entry[key] = value
+    settings.write_text(json.dumps(doc))
+    [finding] = doctor(repo)["harness-timeouts"]
+    assert finding["level"] == "problem"
+    assert f"the {harness} hooks in {settings} time out too soon" in str(finding["message"])
+    assert said in str(finding["message"])
+    assert finding["fix"] == f"guards install --{harness}"
+    assert run_guards("install", f"--{harness}", "--no-aliases", cwd=repo).returncode == 0
+    assert "harness-timeouts" not in doctor(repo)
+
+
 def test_qwen_project_hooks_in_a_folder_qwen_does_not_trust_are_not_ok(
     repo: Path, hermetic_seal: Path
 ) -> None:

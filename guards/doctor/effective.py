@@ -139,6 +139,7 @@ def _harness_findings(ctx: Context) -> list[Finding]:
             if f:
                 findings.append(f)
             findings += _coverage_findings(harness, doc, path, fix)
+            findings += _timeout_findings(harness, doc, path, fix)
             if harness == "codex":
                 findings += _codex_trust_findings(ctx, doc, path, project, fix)
             if project is not None and path.is_relative_to(project):
@@ -164,6 +165,27 @@ def _coverage_findings(harness: str, doc: dict[str, Any], path: Path, fix: str) 
             f"edited): what {harness} sends there reaches no guard, and it says nothing",
             fix,
             {"missing": missing},
+        )
+    ]
+
+
+def _timeout_findings(harness: str, doc: dict[str, Any], path: Path, fix: str) -> list[Finding]:
+    """A problem when one of our hooks in ``path`` may time out before its guard is done:
+    the harness then gives up on it and runs the tool unguarded."""
+    from guards.integrations import harness_settings
+
+    short = harness_settings.short_timeouts(harness, doc)
+    if not short:
+        return []
+    return [
+        Finding(
+            Level.PROBLEM,
+            "setup",
+            "harness-timeouts",
+            f"the {harness} hooks in {path} time out too soon for a guard: "
+            f"{listing(short)}; {harness} then runs the tool without them",
+            fix,
+            {"short": short},
         )
     ]
 

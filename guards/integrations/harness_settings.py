@@ -352,11 +352,15 @@ def merge(doc: dict[str, Any], harness: str) -> list[str]:
             raise UsageError(f'the settings file has a "hooks.{event}" entry that is not a list')
         ours = _ours_under(groups, matcher)
         if ours:
-            # An older install's command (another interpreter, the old form): repaired.
+            # An older install's command (another interpreter, the old form), or a timeout
+            # too short for a guard (a longer one is the user's choice): repaired.
             stale = [h for h in ours if h.get("command") != command]
             for h in stale:
                 h["command"] = command
-            if stale:
+            short = [h for h in ours if _timeout_too_short(harness, event, h) is not None]
+            for h in short:
+                h["timeout"] = installed_hook(harness, event)["timeout"]
+            if stale or short:
                 added.append(event)
             continue
         # An older guards hooked this event with another matcher: ours moves, once.
@@ -403,6 +407,45 @@ def uncovered_events(harness: str, doc: dict[str, Any]) -> list[str]:
     if harness == "copilot":  # no matchers: hook entries straight under the event
         return [e for e in COPILOT_EVENTS if not any(is_ours(h) for h in listed(e))]
     return [e for e, matcher in EVENTS[harness].items() if not _ours_under(listed(e), matcher)]
+
+
+#: Seconds below which a timeout of ours is too short for a guard to finish: the harness
+#: gives up on the hook and, for most harnesses, runs the tool unguarded (Gemini's
+#: ``hooks migrate --from-claude`` turns Claude's 60 s into 60 ms).
+MIN_TIMEOUT = 10
+
+
+def short_timeouts(harness: str, doc: dict[str, Any]) -> list[str]:
+    """Our hook entries in ``doc`` whose timeout is shorter than a guard may need, as
+    ``"EVENT (N ms)"`` or ``"EVENT (N s)"`` in the harness's own unit."""
+    hooks = doc.get("hooks")
+    short = []
+    for event, groups in hooks.items() if isinstance(hooks, dict) else ():
+        if not isinstance(groups, list):
+            continue
+        entries = [h for g in groups if isinstance(g, dict) for h in g.get("hooks") or []]
+        if harness == "copilot":  # no matchers: hook entries straight under the event
+            entries = groups
+        for hook in entries:
+            said = _timeout_too_short(harness, event, hook)
+            if said is not None:
+                short.append(f"{event} ({said})")
+    return short
+
+
+def _timeout_too_short(harness: str, event: str, hook: object) -> str | None:
+    """``"N ms"`` / ``"N s"`` when ``hook`` is ours and times out below
+    :data:`MIN_TIMEOUT` (or below what install writes, where that is less); None when it
+    is long enough, or has none (the harness's default is long enough)."""
+    if not is_ours(hook):
+        return None
+    assert isinstance(hook, dict)
+    unit = TIMEOUT_UNIT.get(harness, 1)
+    timeout = hook.get("timeoutSec" if harness == "copilot" else "timeout")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        return None
+    floor = min(EVENT_TIMEOUTS.get((harness, event), TIMEOUT), MIN_TIMEOUT) * unit
+    return f"{timeout:g} {'ms' if unit == 1000 else 's'}" if timeout < floor else None
 
 
 def installed_hook(harness: str, event: str) -> dict[str, Any]:
