@@ -165,7 +165,8 @@ def test_plain_git_brings_the_work_back_after_rm_rf(repo: Path) -> None:
 @pytest.mark.parametrize("harness", ["codex", "gemini"])
 def test_codex_and_gemini_shell_tools_are_guarded_too(repo: Path, harness: str) -> None:
     res = hook(repo, "rm -rf src", harness=harness)
-    assert res.returncode == 0 and "guards: rescued 3 paths of session alice" in res.stderr
+    told = res.stdout if harness == "codex" else res.stderr  # Codex: PreToolUse's context
+    assert res.returncode == 0 and "guards: rescued 3 paths of session alice" in told
     assert set(recovered(repo)) >= {"src/app.py", "src/new.py", "src/cache.log"}
 
 

@@ -32,9 +32,11 @@ Gemini CLI differs: its hook payloads carry no ``tool_use_id``, so a shell line'
 marker is keyed by the session, a digest of the command and its directory, and the
 time it started; the line's end takes the oldest marker of that key (a queue per
 identical command: the earliest start is the safe threshold). It shows the model no
-context from BeforeTool, so a rescue is told after the line ran (AfterTool), as for
-Codex. It puts no session id in its shell commands' environment: they stay unidentified
-(the hook itself acts as the session).
+context from BeforeTool, so a rescue is told after the line ran (AfterTool). It puts no
+session id in its shell commands' environment: they stay unidentified (the hook itself
+acts as the session, and leaves its receipt under a key of the line's own for the
+unidentified shim inside the line). Codex shows a PreToolUse context between the tool
+call and its output.
 
 GitHub Copilot CLI's payloads name no event (the installed command does: ``preToolUse``,
 ``postToolUse``, ``sessionStart``, ``userPromptSubmitted``, ``agentStop``,
@@ -49,7 +51,7 @@ left under a key of the line's own, and the shim inside it finds it).
 Qwen Code's and Factory Droid's payloads are read as Claude's by
 guards.integrations.qwen_hooks and droid_hooks, and opencode's plugin events by
 guards.integrations.opencode_hooks; all show the model a context only after the tool
-ran, as Codex.
+ran, as Gemini.
 
 The hot path (a shell line that neither mentions git nor names a command destroying
 files, nor holds a ``>``) is answered by the installed command's shell gate without
@@ -86,7 +88,11 @@ if TYPE_CHECKING:
 
 HARNESSES = ("claude", "codex", "gemini", "copilot", "qwen", "opencode", "droid")
 #: Harnesses that show the model a PreToolUse context (the others: after the command).
-CONTEXT_BEFORE = frozenset({"claude", "copilot"})
+#: Codex 0.171 puts it in the conversation between the tool call and its output.
+CONTEXT_BEFORE = frozenset({"claude", "copilot", "codex"})
+#: Harnesses that take a PreToolUse deny as JSON with its reason (the others: exit 2 and
+#: the reason on stderr).
+DENY_AS_JSON = frozenset({"claude", "copilot"})
 #: Tools whose input is a shell line.
 SHELL_TOOLS = frozenset(
     {"Bash", "shell", "local_shell", "exec_command", "unified_exec", "run_shell_command"}
@@ -212,7 +218,7 @@ def _emit(harness: str, name: str, **fields: str) -> int:
 
 def _deny(harness: str, reason: str) -> int:
     reason = reason if reason.startswith("guards") else f"guards: {reason}"
-    if harness in CONTEXT_BEFORE:  # Copilot: exit 2 would tell only "exited with code 2"
+    if harness in DENY_AS_JSON:  # Copilot: exit 2 would tell only "exited with code 2"
         return _emit(
             harness, "PreToolUse", permissionDecision="deny", permissionDecisionReason=reason
         )
@@ -462,7 +468,7 @@ def _post_shell(harness: str, event: dict[str, Any]) -> int:
             _observe(directory, sid, threshold)
     rescued = marker.get("rescued") if isinstance(marker, dict) else None
     if harness not in CONTEXT_BEFORE and isinstance(rescued, list) and rescued:
-        # Codex and Gemini show the model no context from before the command: after it.
+        # Gemini, Qwen and Droid show the model no context from before the command.
         context = _rescue_context([str(r) for r in rescued])
         return _emit(harness, str(event.get("hook_event_name")), additionalContext=context)
     return 0
@@ -655,7 +661,7 @@ def _write_notice_path(event: dict[str, Any], sid: str | None, files: list[str])
 def _keep_write_notice(
     event: dict[str, Any], sid: str | None, files: list[str], rescued: list[str]
 ) -> None:
-    """Codex, Gemini CLI and Qwen Code show the model no context from before a tool:
+    """Gemini CLI, Qwen Code and Droid show the model no context from before a tool:
     the rescue is told when the write has run (:func:`_write_notice`)."""
     path = _write_notice_path(event, sid, files)
     if path is None:

@@ -133,6 +133,21 @@ def test_each_destructive_form_runs_after_alices_work_is_rescued_and_the_model_h
     tour.check(server)
 
 
+def test_the_notice_comes_from_pre_tool_use_between_the_command_and_its_output(
+    codex: Cli, model: Model, repo: Path, hermetic_seal: Path
+) -> None:
+    """Codex 0.171 shows a PreToolUse additionalContext as a developer message after the
+    call and before its output: the model reads of the rescue with the command."""
+    write_work(repo, ALICE_WORK)
+    server = model([[shell("git reset --hard")], say("done")])
+    codex_run(codex, repo, server, codex_home(hermetic_seal))
+    items = server.at_step(1).body["input"]
+    kinds = ["notice" if RESCUED in json.dumps(item) else str(item.get("type")) for item in items]
+    assert kinds.count("notice") == 1
+    at = kinds.index("notice")
+    assert kinds[at - 1] == "function_call" and kinds[at + 1] == "function_call_output"
+
+
 def test_block_policy_refuses_and_the_model_reads_the_reason(
     codex: Cli, model: Model, repo: Path, hermetic_seal: Path
 ) -> None:
