@@ -950,6 +950,19 @@ def test_commits_left_to_the_reflog_are_predicted(tmp_path: Path, argv: list[str
     assert bool(lost) == bool(predicted)
 
 
+def test_a_forced_fetch_into_a_branch_checked_out_in_another_worktree_is_refused(
+    tmp_path: Path,
+) -> None:
+    """git refuses to fetch into a branch a linked worktree has checked out, so nothing
+    is lost (the worktrees are read by guards.git.worktrees, as everywhere else)."""
+    top = _history(tmp_path)
+    git(top, "worktree", "add", "-q", str(tmp_path / "side-wt"), "side")
+    radius = predict(top, ["fetch", ".", "+main:side"])
+    proc = subprocess.run(["git", "fetch", ".", "+main:side"], cwd=top, capture_output=True)
+    assert proc.returncode != 0 and b"checked out" in proc.stderr
+    assert radius.empty() and not radius.commits
+
+
 STASH_CASES_REFLOG = [
     ["reflog", "expire", "--expire=now", "--all"],
     ["reflog", "expire", "--expire=now", "refs/stash"],

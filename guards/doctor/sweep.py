@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from guards import git
 from guards.errors import ExitCode
-from guards.git.worktrees import parse_worktree_list
+from guards.git.worktrees import LIST_ARGS, parse_worktree_list
 from guards.state.repositories import KnownRepository, drop, known
 
 #: Seconds a process gets between SIGTERM and SIGKILL once its time is up.
@@ -156,7 +156,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 def main_worktree(git_dir: str) -> str:
     """The repository's main worktree when it has one on disk, else its git dir."""
-    res = git.run(["worktree", "list", "--porcelain", "-z"], cwd=git_dir, check=False)
+    res = git.run(list(LIST_ARGS), cwd=git_dir, check=False)
     if res.returncode == 0:
         listed = parse_worktree_list(res.stdout)
         if listed and not listed[0].bare and os.path.isdir(listed[0].path):

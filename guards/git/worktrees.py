@@ -13,6 +13,10 @@ if TYPE_CHECKING:
     from guards.git.repo import Repo
 
 
+#: The question :func:`parse_worktree_list` reads git's answer to.
+LIST_ARGS = ("worktree", "list", "--porcelain", "-z")
+
+
 class GitWorktree(Value):
     """One worktree as git lists it; the first one listed is the main worktree."""
 
@@ -76,4 +80,4 @@ def parse_worktree_list(data: bytes) -> list[GitWorktree]:
 
 def list_worktrees(repo: Repo) -> list[GitWorktree]:
     """Every worktree of ``repo``'s repository; the first one is the main worktree."""
-    return parse_worktree_list(repo.run(["worktree", "list", "--porcelain", "-z"]).stdout)
+    return parse_worktree_list(repo.run(list(LIST_ARGS)).stdout)

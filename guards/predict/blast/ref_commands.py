@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from guards import git
+from guards.git.worktrees import LIST_ARGS, parse_worktree_list
 from guards.predict.blast.radius import BlastRadius, CannotTell, GitRefuses
 from guards.predict.blast.rules import branch_reset_loss, unreachable_from
 from guards.predict.blast.state import command_options, context
@@ -48,10 +49,8 @@ def worktree_add(cmd: GitCommand) -> BlastRadius:
 
 def _checked_out(ctx: Context) -> set[str]:
     """The branches checked out in any worktree (git refuses to overwrite them)."""
-    out = ctx.out(["worktree", "list", "--porcelain", "-z"])
-    return {
-        os.fsdecode(rec[len(b"branch ") :]) for rec in git.zsplit(out) if rec.startswith(b"branch ")
-    }
+    listed = parse_worktree_list(ctx.out(LIST_ARGS))
+    return {w.branch for w in listed if w.branch is not None}
 
 
 def _local_refs(ctx: Context, pattern: str) -> dict[str, str]:
