@@ -413,6 +413,36 @@ def test_autostash_moves_every_local_change(tmp_path: Path, factory: Path, argv:
     assert "staged_mod.txt" in radius.paths
 
 
+def test_the_predictor_reads_status_with_the_one_porcelain_v2_reader(
+    tmp_path: Path, factory: Path
+) -> None:
+    """The predictor's state is guards.git.dirty's reading of the same status: the same
+    paths, and the same HEAD and index versions (a conflict's base stands for HEAD)."""
+    from guards.git.dirty import read_dirty
+    from guards.git.repo import discover
+
+    conflicted = make_repo(tmp_path / "c", {"a": "base\n"})
+    git(conflicted, "checkout", "-q", "-b", "theirs")
+    write(conflicted, "a", "theirs\n")
+    git(conflicted, "commit", "-q", "-am", "theirs")
+    git(conflicted, "checkout", "-q", "main")
+    write(conflicted, "a", "ours\n")
+    git(conflicted, "commit", "-q", "-am", "ours")
+    git(conflicted, "merge", "-q", "theirs", check=False)
+    for top in (_repo(tmp_path, factory, FULL), conflicted):
+        state = blast.read_state(_ctx(top), hash_work=False)
+        dirty = {d.path: d for d in read_dirty(discover(top), ignored=True)}
+        assert set(state.entries) | set(state.untracked) | set(state.ignored) == set(dirty)
+        for path, e in state.entries.items():
+            d = dirty[path]
+            assert (e.xy, e.unmerged) == (d.xy, d.unmerged)
+            assert e.head == (None if d.head_mode == "000000" else (d.head_mode, d.head_oid))
+            if not e.unmerged and not e.intent_to_add:
+                index = None if d.index_mode == "000000" else (d.index_mode, d.index_oid)
+                assert e.index == index
+    assert blast.read_state(_ctx(conflicted)).entries["a"].unmerged
+
+
 def test_rebase_without_autostash_moves_nothing(tmp_path: Path, factory: Path) -> None:
     top = _repo(tmp_path, factory, NO_ITA)
     assert predict(top, ["rebase", "other"]).empty()

@@ -14,8 +14,8 @@ import stat
 
 from guards import git
 from guards.errors import UnknownStateError
-from guards.git.dirty import read_status
-from guards.git.entries import index_entries
+from guards.git.dirty import parse_porcelain_v2, read_status
+from guards.git.entries import index_entries, parse_raw_diff
 from guards.git.files import walk_files
 from guards.git.objects import GITLINK, SYMLINK, ZERO_MODE, blob_oid, empty_tree
 from guards.git.quoting import c_unquote
@@ -27,6 +27,7 @@ TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
+    from guards.git.entries import Entry as TreeEntry
     from guards.predict.cmdline import GitCommand
     from guards.predict.options import Options
 
@@ -325,9 +326,12 @@ class State(MutableValue):
         return self.files(self.ignored)
 
 
-def _ver(mode: bytes, oid: bytes) -> Version | None:
-    m = mode.decode()
-    return None if m == ZERO_MODE else (m, oid.decode())
+def _ver(mode: str, oid: str) -> Version | None:
+    return None if mode == ZERO_MODE else (mode, oid)
+
+
+def _version(entry: TreeEntry | None) -> Version | None:
+    return None if entry is None else (entry.mode, entry.oid)
 
 
 def recurses_submodules(ctx: Context, o: Options, state: State) -> bool:
@@ -458,40 +462,27 @@ def _read_state(
     except git.GitError as failed:
         raise UnknownStateError(str(failed)) from failed
     state = State(toplevel=ctx.toplevel or "")
-    records = git.zsplit(out)
-    i = 0
-    while i < len(records):
-        rec = records[i]
-        i += 1
-        kind = rec[:1]
-        if kind in (b"1", b"2"):
-            n = 8 if kind == b"1" else 9
-            f = rec.split(b" ", n)
-            path = os.fsdecode(f[n])
-            xy = f[1].decode()
-            e = Entry(path, xy, _ver(f[3], f[6]), _ver(f[4], f[7]))
-            e.gitlink = GITLINK in (f[3].decode(), f[4].decode(), f[5].decode())
-            e.submodule = f[2].decode()
-            if xy[1] == ".":
+    for d in parse_porcelain_v2(out):
+        if d.untracked:
+            state.untracked.append(d.path)
+        elif d.ignored:
+            state.ignored.append(d.path)
+        elif d.unmerged:  # the base (stage 1) stands for HEAD's side; no index entry
+            e = Entry(d.path, d.xy, _ver(d.head_mode, d.head_oid), None, unmerged=True)
+            if d.worktree_mode != ZERO_MODE:
+                e.work = (d.worktree_mode, "")
+            state.entries[d.path] = e
+        else:
+            e = Entry(d.path, d.xy, _ver(d.head_mode, d.head_oid), _ver(d.index_mode, d.index_oid))
+            e.gitlink = GITLINK in (d.head_mode, d.index_mode, d.worktree_mode)
+            e.submodule = d.submodule
+            if d.xy[1] == ".":
                 e.work = e.index
-            elif f[5].decode() != ZERO_MODE:
-                e.work = (f[5].decode(), "")  # hashed below
+            elif d.worktree_mode != ZERO_MODE:
+                e.work = (d.worktree_mode, "")  # hashed below
             if e.intent_to_add:
                 e.index = None
-            state.entries[path] = e
-            if kind == b"2":
-                i += 1
-        elif kind == b"u":
-            f = rec.split(b" ", 10)
-            path = os.fsdecode(f[10])
-            e = Entry(path, f[1].decode(), _ver(f[3], f[7]), None, unmerged=True)
-            if f[6].decode() != ZERO_MODE:
-                e.work = (f[6].decode(), "")
-            state.entries[path] = e
-        elif kind == b"?":
-            state.untracked.append(os.fsdecode(rec[2:]))
-        elif kind == b"!":
-            state.ignored.append(os.fsdecode(rec[2:]))
+            state.entries[d.path] = e
     if hash_work:
         diff = target.diff if target is not None else {}
         _hash_work(
@@ -649,10 +640,8 @@ class Target:
         # No submodule config either: diffing a gitlink reads .gitmodules (t7406).
         diff = ["diff-tree", "-r", "-z", "--no-renames", "--ignore-submodules=none"]
         out = ctx.out([*diff, head or empty, oid, "--"])
-        records = git.zsplit(out)
-        for meta, path in zip(records[::2], records[1::2], strict=False):
-            f = meta[1:].split(b" ")
-            self.diff[os.fsdecode(path)] = (_ver(f[0], f[2]), _ver(f[1], f[3]))
+        for path, change in parse_raw_diff(out).items():
+            self.diff[path] = (_version(change.old), _version(change.new))
 
     def version(self, e: Entry) -> Version | None:
         if e.path in self.diff:
