@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,20 @@ def test_empty_tree_zero_id_and_blob_ids_are_gits_own(tmp_path: Path, object_for
     assert blob_oid(data, object_format) == expected
     assert file_blob_oid(str(repo / "f"), len(data), object_format) == expected
     assert file_blob_oid(str(repo / "f"), len(data) + 1, object_format) == ""
+
+
+def test_one_blob_id_for_small_data_without_hashlib() -> None:
+    """guards record's fingerprint had its own blob hash (CPython's SHA modules, no
+    OpenSSL at start-up); it is guards.git.objects.blob_oid now, and it stays light."""
+    code = (
+        "import sys; from guards.git.objects import blob_oid, object_oid\n"
+        "for f in ('sha1', 'sha256'):\n"
+        "    assert blob_oid(b'x\\0y', f) != ''\n"
+        "assert 'hashlib' not in sys.modules, 'hashlib imported'\n"
+        "for f in ('sha1', 'sha256'):\n"
+        "    assert blob_oid(b'x\\0y', f) == object_oid(b'blob', b'x\\0y', f)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_every_path_git_quotes_is_unquoted_back(tmp_path: Path) -> None:

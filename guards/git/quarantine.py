@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from guards import git
-from guards.git.objects import hasher, object_oid
+from guards.git.objects import object_hasher, object_oid
 
 TYPE_CHECKING = False  # see guards.values: typing costs every rescue start-up time
 if TYPE_CHECKING:
@@ -254,8 +254,7 @@ def write_blobs(
 
 def _send_blob(sink: IO[bytes], path: str, size: int, object_format: str) -> str:
     """One ``blob`` command of exactly ``size`` bytes; the id of what was read."""
-    h = hasher(object_format)
-    h.update(b"blob %d\0" % size)
+    h = object_hasher(b"blob", size, object_format)
     sink.write(b"blob\ndata %d\n" % size)
     seen = 0
     intact = True

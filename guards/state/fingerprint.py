@@ -77,25 +77,6 @@ def _content(path: str | os.PathLike[str], st: os.stat_result) -> bytes | None:
     return None
 
 
-def _blob_oid(content: bytes, object_format: str) -> str:
-    """git's blob id of ``content``, with CPython's own SHA modules where they exist:
-    hashlib loads OpenSSL, several milliseconds of every ``guards record``."""
-    names = ("_sha2", "_sha256") if object_format == "sha256" else ("_sha1",)
-    attr = "sha256" if object_format == "sha256" else "sha1"
-    for module in names:  # 3.12 keeps sha256 in _sha2, 3.10-3.11 in _sha256
-        try:
-            new = getattr(__import__(module), attr)
-            break
-        except (ImportError, AttributeError):
-            continue
-    else:  # a Python built without them
-        return blob_oid(content, object_format)
-    h = new(b"blob %d\0" % len(content))
-    h.update(content)
-    oid: str = h.hexdigest()
-    return oid
-
-
 def fingerprint(
     path: str | os.PathLike[str], object_format: str = "sha1", *, with_blob: bool = True
 ) -> Fingerprint:
@@ -110,7 +91,7 @@ def fingerprint(
             content = _content(path, st)
         except OSError:
             content = None
-        blob = _blob_oid(content, object_format) if content is not None else None
+        blob = blob_oid(content, object_format) if content is not None else None
     return Fingerprint(
         size=st.st_size, mtime_ns=st.st_mtime_ns, mode=st.st_mode, inode=st.st_ino, blob=blob
     )
