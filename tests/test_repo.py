@@ -119,3 +119,24 @@ def test_a_stopped_multi_commit_revert_is_a_revert_not_also_a_cherry_pick(tmp_pa
     git(repo, "revert", "--abort")
     git(repo, "cherry-pick", "HEAD~1", "HEAD~2", check=False)
     assert discover(repo).operations_in_progress() == ["cherry-pick"]
+
+
+@pytest.mark.parametrize("backend", ["--merge", "--apply"])
+def test_a_stopped_rebase_names_its_branch_and_old_tip(repo: Path, backend: str) -> None:
+    """One reader of a stopped rebase's files (land read head-name, the rebase predictor
+    orig-head, each with its own loop over rebase-merge/ and rebase-apply/)."""
+    from guards.git.operations import rebase_file
+
+    git(repo, "checkout", "-q", "-b", "topic")
+    (repo / "README").write_text("topic\n")
+    git(repo, "commit", "-qam", "topic")
+    old_tip = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "checkout", "-q", "main")
+    (repo / "README").write_text("main\n")
+    git(repo, "commit", "-qam", "main")
+    git_dir = str(discover(repo).git_dir)
+    assert rebase_file(git_dir, "head-name") is None
+    git(repo, "rebase", backend, "main", "topic", check=False)  # stops on the conflict
+    assert discover(repo).operations_in_progress() == ["rebase"]
+    assert rebase_file(git_dir, "head-name") == "refs/heads/topic"
+    assert rebase_file(git_dir, "orig-head") == old_tip

@@ -61,6 +61,19 @@ def in_progress(git_dir: str) -> list[str]:
     return found
 
 
+def rebase_file(git_dir: str, name: str) -> str | None:
+    """A stopped rebase's file ``name`` (``head-name``: the branch being rebased,
+    ``orig-head``: its tip before), from ``rebase-merge/`` or else ``rebase-apply/``;
+    None when neither holds one that can be read."""
+    for directory in ("rebase-merge", "rebase-apply"):
+        try:
+            with open(os.path.join(git_dir, directory, name), encoding="utf-8") as f:
+                return f.read().strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+    return None
+
+
 def incoming_heads(git_dir: str) -> list[str]:
     """The commits the operations in progress bring in (MERGE_HEAD may name several)."""
     oids: list[str] = []

@@ -44,7 +44,7 @@ from guards.git.merge import (
     switch_checkout,
 )
 from guards.git.names import HEADS, BranchName, RefName, branch_name, branch_ref
-from guards.git.operations import in_progress
+from guards.git.operations import in_progress, rebase_file
 from guards.git.repo import Repo, discover, git_version
 from guards.git.worktrees import GitWorktree, list_worktrees
 from guards.output import listing, show_path
@@ -441,13 +441,7 @@ def _note_uncommitted(
 
 def _rebasing(git_dir: str) -> RefName | None:
     """The branch a stopped rebase is rebasing (its checkout is detached meanwhile)."""
-    for name in ("rebase-merge/head-name", "rebase-apply/head-name"):
-        with (
-            contextlib.suppress(OSError, UnicodeDecodeError),
-            open(os.path.join(git_dir, name), encoding="utf-8") as f,
-        ):
-            return RefName(f.read().strip()) or None
-    return None
+    return RefName(rebase_file(git_dir, "head-name") or "") or None
 
 
 def _blocked(

@@ -173,14 +173,7 @@ def _rebase_like(ctx: Context, args: list[str]) -> BlastRadius:
             return BlastRadius(worktree=ctx.toplevel, losses=[])  # git: nothing to abort
         losses = Losses()
         if sub == "rebase":
-            orig = None
-            for d in ("rebase-merge", "rebase-apply"):
-                try:
-                    with open(os.path.join(ctx.git_dir, d, "orig-head"), encoding="ascii") as f:
-                        orig = f.read().strip()
-                    break
-                except OSError:
-                    continue
+            orig = operations.rebase_file(ctx.git_dir, "orig-head")
             x = orig if o.has("abort") else head
             if x is None:
                 return BlastRadius(worktree=ctx.toplevel, losses=[])
