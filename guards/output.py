@@ -95,7 +95,14 @@ def show_path(path: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def listing(items: Sequence[str], limit: int) -> str:
+#: How many names a one-line message shows before "and N more": a guarded command's
+#: message, printed beside git's own output, names few.
+SHOWN = 3
+#: ... and a report (doctor, land), which is read on its own.
+SHOWN_IN_REPORTS = 5
+
+
+def listing(items: Sequence[str], limit: int = SHOWN) -> str:
     """``"a, b, c and 4 more"``: the first ``limit`` items, then how many were left out."""
     shown = ", ".join(items[:limit])
     return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")

@@ -57,3 +57,12 @@ def test_held_lines_are_written_when_it_ends_each_once_in_order(
         output.warn("first")
         assert capsys.readouterr().err == ""  # nothing yet: the last look is not over
     assert capsys.readouterr().err == "guards: warning: first\nguards: warning: second\n"
+
+
+def test_one_home_for_how_many_names_a_listing_shows() -> None:
+    """The "N names and M more" limits were four constants (rescue naming, the decision,
+    land, doctor); they are guards.output's two."""
+    from guards.doctor import findings
+
+    assert output.SHOWN == 3 and findings.LIST_MAX == output.SHOWN_IN_REPORTS == 5
+    assert output.listing(["a", "b", "c", "d"]) == "a, b, c and 1 more"

@@ -28,7 +28,7 @@ class Level:
 
 
 #: How many names a one-line message lists before it says "and N more".
-LIST_MAX = 5
+LIST_MAX = output.SHOWN_IN_REPORTS
 
 
 @dataclass(frozen=True)

@@ -44,10 +44,6 @@ class Policy:
     ALL: Final = (RESCUE, BLOCK, WARN)
 
 
-#: How many commits the one-line summary names before "and N more".
-SHOWN = 3
-
-
 class AtRisk(Value):
     __slots__ = ("owner", "ownership", "path")
 
@@ -158,7 +154,9 @@ def without_special_files(
 
 
 def special_files_note(hollow: list[tuple[str, str]]) -> str:
-    shown = output.listing([f"{output.show_path(p)} (a {kind})" for p, kind in hollow], SHOWN)
+    shown = output.listing(
+        [f"{output.show_path(p)} (a {kind})" for p, kind in hollow], output.SHOWN
+    )
     return f"left out of the rescue, no content to keep: {shown}"
 
 
@@ -202,10 +200,10 @@ def summary(foreign: list[AtRisk], commits: list[tuple[str, str]]) -> str:
         owners = Counter(a.owner or "owner unknown" for a in foreign)
         who = ", ".join(f"{name}: {n}" for name, n in sorted(owners.items()))
         noun = "path" if len(foreign) == 1 else "paths"
-        names = output.listing([output.show_path(a.path) for a in foreign], SHOWN)
+        names = output.listing([output.show_path(a.path) for a in foreign])
         parts.append(f"{len(foreign)} {noun} not provably yours ({who}): {names}")
     if commits:
-        labels = output.listing([label for _, label in commits], SHOWN)
+        labels = output.listing([label for _, label in commits])
         parts.append(f"{len(commits)} commit(s) that would become unreachable ({labels})")
     return " and ".join(parts)
 

@@ -47,7 +47,7 @@ from guards.git.names import HEADS, BranchName, RefName, branch_name, branch_ref
 from guards.git.operations import in_progress, rebase_file
 from guards.git.repo import Repo, discover, git_version
 from guards.git.worktrees import GitWorktree, list_worktrees
-from guards.output import listing, show_path
+from guards.output import SHOWN_IN_REPORTS, listing, show_path
 from guards.protect.land_queue import LandingQueue, OnWait
 from guards.state.ledger import LedgerData
 from guards.state.repositories import remember
@@ -55,8 +55,6 @@ from guards.state.workspace import Workspace
 
 #: How often a landing starts over when the target moved under it (outside guards).
 ATTEMPTS = 3
-#: How many names a one-line message lists.
-SHOWN = 5
 
 
 class LandStatus:
@@ -389,7 +387,7 @@ def _land(ws: Workspace, request: LandRequest, result: Landing) -> None:
 
 
 def _names(paths: list[str]) -> str:
-    return listing([show_path(p) for p in paths], SHOWN)
+    return listing([show_path(p) for p in paths], SHOWN_IN_REPORTS)
 
 
 def _refuse(result: Landing, detail: str) -> None:
@@ -471,7 +469,7 @@ def _blocked(
                 result,
                 f"the checkout of {request.into} at {show_path(w.path)} has uncommitted "
                 f"change{'s' if n != 1 else ''} the merge would overwrite: "
-                f"{listing([show_path(h) for h in hits], SHOWN)}; commit, checkpoint or "
+                f"{listing([show_path(h) for h in hits], SHOWN_IN_REPORTS)}; commit, checkpoint or "
                 f"move {'them' if n != 1 else 'it'} away there, then land again",
             )
             return True

@@ -40,7 +40,6 @@ from guards.protect.rescue.log import (
 )
 from guards.protect.rescue.naming import (
     RAW_BYTES,
-    SHOWN,
     UNKNOWN,
     command_slug,
     identity,
@@ -62,7 +61,6 @@ __all__ = [
     "NO_HOOKS",
     "OVERRIDE",
     "RAW_BYTES",
-    "SHOWN",
     "UNKNOWN",
     "AtRiskPath",
     "PushOutcome",

@@ -21,7 +21,6 @@ from guards.protect.rescue.log import log_rescues
 from guards.protect.rescue.naming import (
     RAW_BYTES,
     REPOSITORY_LABEL,
-    SHOWN,
     UNKNOWN,
     _iso,
     _message,
@@ -591,7 +590,7 @@ def _check_caps(ws: Workspace, paths: list[str]) -> None:
             over.append((p, st.st_size))
     if over:
         over.sort(key=lambda item: -item[1])
-        shown = listing([f"{show_path(p)} ({_human(s)})" for p, s in over], SHOWN)
+        shown = listing([f"{show_path(p)} ({_human(s)})" for p, s in over])
         raise RescueFailedError(
             f"rescue refused: {shown} over rescue.max_file_size ({_human(max_file)}); "
             f"nothing was run; raise it with GUARDS_RESCUE_MAX_FILE_SIZE={over[0][1]} "

@@ -19,8 +19,6 @@ PATH_COUNT = "Path-Count"
 REPOSITORY_LABEL = "repository "
 #: The ``Bytes`` trailer of a rescue whose tree holds the raw bytes of its files.
 RAW_BYTES = "raw"
-#: How many names a one-line message shows before "and N more".
-SHOWN = 3
 #: The most bytes a rescue commit's message holds: past it, the ``Path`` trailers are
 #: left out (``Path-Count`` says how many; the commit's trees are the list).
 MAX_MESSAGE = 4096

@@ -7,7 +7,6 @@ from guards import git
 from guards.git.entries import Entry, State
 from guards.git.objects import GITLINK
 from guards.output import listing, show_path
-from guards.protect.rescue.naming import SHOWN
 from guards.protect.snapshot import (
     DIRECTORY,
     SPECIAL,
@@ -160,4 +159,4 @@ def _verify_tree(cap: Capture, tree: str, paths: list[str], kind: str) -> None:
 
 
 def _names(paths: list[str]) -> str:
-    return listing([show_path(p) for p in paths], SHOWN)
+    return listing([show_path(p) for p in paths])
