@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -25,9 +26,16 @@ def clis() -> dict[str, Cli]:
     return install_clis()
 
 
+#: Set (CI sets it): a CLI that cannot be installed fails its tests instead of skipping
+#: them, so that a run whose npm failed cannot pass with the real CLIs never run.
+REQUIRED = "GUARDS_E2E_REQUIRED"
+
+
 def _cli(clis: dict[str, Cli], name: str) -> Cli:
     cli = clis[name]
     if cli.path is None:
+        if os.environ.get(REQUIRED) == "1":
+            pytest.fail(f"{name} CLI not available ({REQUIRED}=1): {cli.problem}")
         pytest.skip(f"{name} CLI not available: {cli.problem}")
     return cli
 
