@@ -171,7 +171,8 @@ def _coverage_findings(harness: str, doc: dict[str, Any], path: Path, fix: str) 
 
 def _timeout_findings(harness: str, doc: dict[str, Any], path: Path, fix: str) -> list[Finding]:
     """A problem when one of our hooks in ``path`` may time out before its guard is done:
-    the harness then gives up on it and runs the tool unguarded."""
+    the harness then gives up on it and runs the tool without waiting (Gemini CLI 0.61,
+    seen in tests/e2e/test_gemini.py)."""
     from guards.integrations import harness_settings
 
     short = harness_settings.short_timeouts(harness, doc)
@@ -183,7 +184,8 @@ def _timeout_findings(harness: str, doc: dict[str, Any], path: Path, fix: str) -
             "setup",
             "harness-timeouts",
             f"the {harness} hooks in {path} time out too soon for a guard: "
-            f"{listing(short)}; {harness} then runs the tool without them",
+            f"{listing(short)}; {harness} then runs the tool without waiting for the "
+            f"guard, whose rescue races it",
             fix,
             {"short": short},
         )

@@ -41,7 +41,7 @@ from tests.e2e.scenario import (
     write_work,
 )
 from tests.e2e.terminal import Terminal
-from tests.helpers import git, run_guards
+from tests.helpers import doctor_findings, git, run_guards
 
 Model = Callable[[list[Step]], ModelServer]
 RESCUED = "guards: rescued"
@@ -105,6 +105,42 @@ def test_install_writes_project_hooks_with_millisecond_timeouts(repo: Path) -> N
     [group] = doc["hooks"]["BeforeTool"]
     assert group["matcher"] == "^(run_shell_command|write_file|replace)$"
     assert group["hooks"][0]["timeout"] == 60000
+
+
+def test_hooks_migrated_from_claude_time_out_doctor_says_so_and_install_mends_them(
+    gemini: Cli, model: Model, repo: Path, hermetic_seal: Path
+) -> None:
+    """`gemini hooks migrate --from-claude` copies Claude's `timeout: 60` (seconds) as
+    60 ms. Gemini 0.61 then gives up on the guard ("Hook timed out after 60ms") and runs
+    the command without waiting for it: the guard's rescue races the command. Doctor
+    calls that a problem; `guards install --gemini` puts the timeouts back."""
+    settings = repo / ".gemini/settings.json"
+    doc = json.loads(settings.read_text())
+    for groups in doc["hooks"].values():
+        for group in groups:
+            for hook in group["hooks"]:
+                hook["timeout"] = 60
+    settings.write_text(json.dumps(doc))
+    git(repo, "commit", "-qam", "hooks migrated")
+    found = doctor_findings(repo).get("harness-timeouts", [])
+    assert [f["level"] for f in found] == ["problem"] and "60 ms" in str(found[0]["message"])
+    write_work(repo, ALICE_WORK)
+    server = model([[shell("git reset --hard")], say("done")])
+    run = gemini_run(gemini, repo, server, hermetic_seal)
+    assert "Hook timed out after 60ms" in run.stderr
+    assert (repo / "src/app.py").read_text() == FILES["src/app.py"]  # it ran regardless
+    assert run_guards("install", "--gemini", "--no-aliases", cwd=repo).returncode == 0
+    assert "harness-timeouts" not in doctor_findings(repo)
+    git(repo, "commit", "-qam", "hooks mended")
+    for ref in rescue_refs(repo):
+        git(repo, "update-ref", "-d", ref)
+    write_work(repo, ALICE_WORK)
+    server = model([[shell("git reset --hard")], say("done")])
+    run = gemini_run(gemini, repo, server, hermetic_seal)
+    assert "timed out" not in run.stderr
+    [ref] = rescue_refs(repo)
+    assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
+    assert RESCUED in server.at_step(1).news()
 
 
 DESTRUCTIVE = {
