@@ -125,7 +125,8 @@ def _workspace(repo: Repo | None = None) -> Workspace:
 
     config = Config(repo.ledger_dir)
     ledger = Ledger(repo.ledger_dir, lock_timeout=float(config.get("ledger.lock_timeout")))
-    return Workspace(repo=repo, config=config, ledger=ledger, caller=session.caller_id())
+    caller = session.caller_id(repo.ledger_dir_text)
+    return Workspace(repo=repo, config=config, ledger=ledger, caller=caller)
 
 
 def _absolute_git_env() -> None:

@@ -789,6 +789,8 @@ def _session_start(harness: str, event: dict[str, Any]) -> int:
         _touch(_cwd(event), sid, label=f"{harness} session")
     except GuardsError as e:  # never blocks the session
         _say(f"guards agent-hook: session start: {first_line(e)}")
+    if harness == "gemini":  # no session id in its shell commands: known by its process
+        _register_process(_cwd(event), sid)
     return 0
 
 
@@ -829,6 +831,23 @@ def _export_identity(sid: str | None) -> None:
             f.write(f"export GUARDS_SESSION={shlex.quote(sid)}\n")
     except OSError as e:
         _say(f"guards agent-hook: cannot write {env_file}: {e.strerror}")
+
+
+def _register_process(cwd: str, sid: str | None, end: bool = False) -> None:
+    """Gemini CLI's process speaks for its session in the commands it runs (see
+    guards.state.identity); at the session's end, no longer."""
+    from guards.state import identity
+
+    ledger = _ledger_dir(cwd)
+    if sid is None or ledger is None:
+        return
+    try:
+        if end:
+            identity.unregister_harness_process(ledger, sid)
+        else:
+            identity.register_harness_process(ledger, sid)
+    except OSError as e:  # its commands stay unidentified: they own nothing, the safe side
+        _say(f"guards agent-hook: cannot register the {sid} process: {e.strerror}")
 
 
 def _touch(cwd: str, sid: str | None, label: str) -> Repo | None:
@@ -898,6 +917,8 @@ def _session_end(harness: str, event: dict[str, Any]) -> int:
         from guards.integrations.droid_hooks import drop_flag
 
         drop_flag(event)
+    if harness == "gemini":
+        _register_process(_cwd(event), sid, end=True)
     try:
         from guards.state.ledger import op_end
 

@@ -9,6 +9,13 @@ Code: ``QWEN_CODE_SESSION_ID``, Claude Code: ``CLAUDE_CODE_SESSION_ID``, each eq
 hooks' session id; opencode: ``OPENCODE_SESSION_ID``, set by guards' own plugin, which
 sets ``GUARDS_SESSION`` as well).
 
+Gemini CLI puts no session id in its shell commands' environment. Its session start hook
+registers the harness's process instead (:func:`register_harness_process`: the hook's
+nearest ancestor that is not a shell, with that process's start time), and a command
+run anywhere below that process in the process tree is that session's
+(:func:`ancestral_caller`). Only where ``/proc`` shows the process tree (Linux);
+elsewhere such a command stays unidentified, which owns nothing: the safe side.
+
 Kept apart from guards.state.session (liveness, with ``enum``) because ``guards record``
 and the agent hook run on every agent edit and need only these: no regular expression,
 no enum, no socket.
@@ -60,13 +67,17 @@ def validate_id(session_id: str, what: str = "session id") -> str:
     return session_id
 
 
-def caller_id() -> str | None:
+def caller_id(ledger_dir: str | None = None) -> str | None:
     """The calling session from ``GUARDS_SESSION``, else the harness session whose shell
-    command this is; None when unidentified."""
+    command this is (by its variable, or, given the repository's ``ledger_dir``, by a
+    registered harness process above this one); None when unidentified."""
     value = os.environ.get(SESSION_ENV, "").strip()
     if value:
         return validate_id(value, f"{SESSION_ENV} value")
-    return harness_caller()
+    found = harness_caller()
+    if found is None and ledger_dir is not None:
+        found = ancestral_caller(ledger_dir)
+    return found
 
 
 def session_for(harness: str, harness_session: str) -> str:
@@ -99,6 +110,110 @@ def harness_caller(environ: Mapping[str, str] | None = None) -> str | None:
         value = env.get(name, "").strip()
         if value:
             return session_for(harness, value)
+    return None
+
+
+#: The ledger's folder of registered harness processes: a file per process, named by its
+#: pid, holding its start time and the session on two lines.
+HARNESS_PROCESSES = "harnesses"
+#: Processes between a harness and its hook or shell command that are not the harness.
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh", "mksh", "busybox", "env"})
+#: How far up the process tree a command looks for its harness.
+_MAX_DEPTH = 64
+
+
+def _parent_and_name(pid: int) -> tuple[int, str] | None:
+    """``pid``'s parent and command name, from ``/proc``; None when unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    close = stat.rfind(b")")
+    name = stat[stat.find(b"(") + 1 : close].decode("utf-8", "replace")
+    try:
+        return int(stat[close + 2 :].split()[1]), name
+    except (IndexError, ValueError):
+        return None
+
+
+def harness_process() -> int | None:
+    """The process that started this one through shells only (the harness running a hook
+    command), or None without ``/proc`` or when there is none above init."""
+    if not _HAS_PROC:
+        return None
+    pid = os.getppid()
+    for _ in range(_MAX_DEPTH):
+        found = _parent_and_name(pid)
+        if found is None or pid <= 1:
+            return None
+        parent, name = found
+        if name not in _SHELLS:
+            return pid
+        pid = parent
+    return None
+
+
+def register_harness_process(ledger_dir: str, session: str) -> int | None:
+    """Record that the harness process above this hook runs ``session`` (Gemini CLI:
+    its shell commands carry no session id); returns its pid, None when it cannot be
+    found. Registrations of processes that are gone are swept."""
+    pid = harness_process()
+    started = process_start_time(pid) if pid is not None else None
+    if pid is None or started is None:
+        return None
+    from guards import fsutil
+
+    folder = os.path.join(ledger_dir, HARNESS_PROCESSES)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    fsutil.atomic_write(os.path.join(folder, str(pid)), f"{started}\n{session}\n".encode())
+    for name in os.listdir(folder):
+        if name.isdigit() and _registered(folder, int(name)) is None:
+            fsutil.remove(os.path.join(folder, name))
+    return pid
+
+
+def unregister_harness_process(ledger_dir: str, session: str) -> None:
+    """The session ended: its harness process no longer speaks for it."""
+    pid = harness_process()
+    folder = os.path.join(ledger_dir, HARNESS_PROCESSES)
+    if pid is not None and _registered(folder, pid) == session:
+        from guards import fsutil
+
+        fsutil.remove(os.path.join(folder, str(pid)))
+
+
+def _registered(folder: str, pid: int) -> str | None:
+    """The session registered for ``pid`` if that very process (same start time) is still
+    running; None otherwise."""
+    try:
+        with open(os.path.join(folder, str(pid)), encoding="utf-8") as f:
+            started, session = f.read().split("\n")[:2]
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if not is_valid_id(session) or process_start_time(pid) != started:
+        return None
+    return session
+
+
+def ancestral_caller(ledger_dir: str) -> str | None:
+    """The session of the nearest registered harness process above this one, None when
+    there is none (or no ``/proc`` to see the process tree)."""
+    folder = os.path.join(ledger_dir, HARNESS_PROCESSES)
+    if not _HAS_PROC or not os.path.isdir(folder):
+        return None
+    pid = os.getppid()
+    for _ in range(_MAX_DEPTH):
+        if pid <= 1:
+            return None
+        if os.path.exists(os.path.join(folder, str(pid))):
+            session = _registered(folder, pid)
+            if session is not None:
+                return session
+        found = _parent_and_name(pid)
+        if found is None:
+            return None
+        pid = found[0]
     return None
 
 

@@ -81,7 +81,8 @@ class Workspace(Value):
             return float(ws.config.get("ledger.lock_timeout"))
 
         ledger = Ledger(repo.ledger_dir_text, lock_timeout=lock_timeout)
-        ws = cls(repo=repo, config=None, ledger=ledger, caller=identity.caller_id())
+        caller = identity.caller_id(repo.ledger_dir_text)
+        ws = cls(repo=repo, config=None, ledger=ledger, caller=caller)
         if not settings_when_asked:
             _ = ledger.lock_timeout  # read (and checked) now
         return ws

@@ -10,6 +10,8 @@ unidentified; the hook itself acts as the session)."""
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,6 +36,7 @@ from tests.e2e.scenario import (
     check_write_over_alice,
     in_sub,
     observe_markers,
+    owners,
     project,
     rescue_refs,
     sessions,
@@ -266,6 +269,40 @@ def test_the_frame_arrives_once_per_prompt_and_the_session_ends_with_the_cli(
     assert second.text().count(FRAME) == 1  # the tool result's turn gets no second frame
     record = sessions(repo)[me(run)]
     assert record["liveness"] == "ended"
+
+
+def test_shell_commands_run_as_the_session_known_by_its_process(
+    gemini: Cli, model: Model, repo: Path, hermetic_seal: Path, tmp_path: Path
+) -> None:
+    """Gemini puts no session id in its shell commands' environment (only GEMINI_CLI=1):
+    its SessionStart hook registers the gemini process, and guards in a command below it
+    is that session; its session end takes the registration back."""
+    guards_status = f"{shlex.quote(sys.executable)} -m guards status --json > status.json"
+    server = model([[shell(guards_status)], say("done")])
+    run = gemini_run(gemini, repo, server, hermetic_seal)
+    assert json.loads((repo / "status.json").read_text())["caller"] == me(run)
+    assert owners(repo) == {"status.json": me(run)}
+    assert list((repo / ".git/guards/harnesses").iterdir()) == []  # ended: taken back
+
+
+def test_with_the_shim_the_session_s_own_work_is_destroyed_as_asked_and_alice_s_rescued(
+    gemini: Cli, model: Model, repo: Path, hermetic_seal: Path, tmp_path: Path
+) -> None:
+    """The shim inside a line is the session too: `git checkout -- .` over the session's
+    own edit and alice's rescues alice's work only (before, the unidentified shim kept
+    the session's own edit as well)."""
+    shim = tmp_path / "shim"
+    assert run_guards("install", "--shim", str(shim), "--no-aliases", cwd=repo).returncode == 0
+    write_work(repo, {"src/app.py": ALICE_WORK["src/app.py"]})
+    mine = write_file(str(repo / "README"), "gemini's readme\n")
+    server = model([[mine], [shell("command -v git; git checkout -- .")], say("done")])
+    gemini_run(gemini, repo, server, hermetic_seal, path_first=[shim])
+    assert str(shim / "git") in server.at_step(2).news()  # the command met the shim
+    assert (repo / "README").read_text() == FILES["README"]
+    assert (repo / "src/app.py").read_text() == FILES["src/app.py"]
+    [ref] = rescue_refs(repo)
+    assert ref.startswith(f"refs/rescue/{ALICE}/")
+    assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
 
 
 def test_the_interactive_ui_frames_each_prompt_once_and_its_session_is_guarded(
