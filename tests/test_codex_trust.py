@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from guards.integrations import codex_trust, harness_settings
-from tests.helpers import disposable_python, git, run_guards
+from tests.helpers import disposable_python, doctor_findings, git, run_guards
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -144,6 +144,24 @@ def test_doctor_reports_untrusted_hooks_and_project_as_problems_with_their_fix(
     for check in ("codex-hooks-untrusted", "codex-project-untrusted"):
         assert checks[check]["level"] == "problem"
         assert checks[check]["fix"].startswith("guards install --codex --trust")
+
+
+def test_doctor_reports_hooks_the_user_turned_off_as_a_problem_install_leaves_alone(
+    repo: Path, hermetic_seal: Path
+) -> None:
+    """`enabled = false` in Codex's config.toml: Codex skips that hook, so what it guards
+    is unguarded; the user's to decide, so install does not turn it back on."""
+    assert run_guards("install", "--codex", "--trust", "--no-aliases", cwd=repo).returncode == 0
+    assert "codex-hooks-disabled" not in doctor_findings(repo)
+    text = config(hermetic_seal).read_text()
+    first = text.index("trusted_hash")
+    config(hermetic_seal).write_text(text[:first] + "enabled = false\n" + text[first:])
+    [finding] = doctor_findings(repo)["codex-hooks-disabled"]
+    assert finding["level"] == "problem"
+    assert "1 of guards' Codex hooks" in str(finding["message"])
+    assert str(finding["fix"]).startswith("remove their enabled = false")
+    assert run_guards("install", "--codex", "--trust", "--no-aliases", cwd=repo).returncode == 0
+    assert "codex-hooks-disabled" in doctor_findings(repo)
 
 
 def test_user_hooks_are_trusted_without_a_project(

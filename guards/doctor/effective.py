@@ -270,7 +270,7 @@ def _codex_trust_findings(
     trust = codex_trust.assess(doc, path, root, settings)
     return [
         Finding(
-            Level.WARN if check == "codex-hooks-disabled" else Level.PROBLEM,
+            Level.PROBLEM,  # turned off by the user too: nothing is guarded there
             "setup",
             check,
             message,

@@ -180,7 +180,8 @@ class Trust:
     untrusted: list[OurHook]
     #: trusted once, changed since (another interpreter, another guards)
     changed: list[OurHook]
-    #: turned off by the user (``enabled = false``): theirs to decide, only reported
+    #: turned off by the user (``enabled = false``): theirs to decide (install leaves
+    #: them off), reported as the problem it is
     disabled: list[OurHook]
     #: the project whose .codex/ holds them is not trusted (None: user hooks)
     untrusted_project: Path | None
