@@ -177,6 +177,33 @@ def test_outside_a_repository_harness_hooks_go_to_the_user(
     assert (hermetic_seal / ".codex/hooks.json").exists()
 
 
+def test_gemini_user_install_writes_the_user_s_settings_and_keeps_their_own(
+    repo: Path, hermetic_seal: Path
+) -> None:
+    """`--user`: ~/.gemini/settings.json, the user's own settings kept; uninstall takes
+    only ours out."""
+    settings = hermetic_seal / ".gemini/settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    theirs = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
+    settings.write_text(json.dumps(theirs))
+    res = run_guards("install", "--gemini", "--user", "--no-aliases", cwd=repo)
+    assert res.returncode == 0, res.stderr
+    assert not (repo / ".gemini").exists()
+    doc = json.loads(settings.read_text())
+    assert doc["security"] == theirs["security"]
+    assert set(our_commands(doc)) == {
+        "BeforeTool",
+        "AfterTool",
+        "SessionStart",
+        "BeforeAgent",
+        "AfterAgent",
+        "SessionEnd",
+    }
+    assert {h["timeout"] for g in doc["hooks"].values() for h in g[0]["hooks"]} == {60000}
+    assert run_guards("uninstall", "--gemini", "--user", cwd=repo).returncode == 0
+    assert json.loads(settings.read_text()) == theirs
+
+
 def test_gemini_install_writes_settings_json_in_milliseconds_and_warns_of_trust(
     repo: Path, hermetic_seal: Path
 ) -> None:
