@@ -8,7 +8,9 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -156,30 +158,44 @@ def test_harness_hooks_of_a_gone_interpreter_are_not_ok(
     assert finding["fix"] == f"reinstall git-guards, then guards install --{harness}"
 
 
+def _after_a_hand_edit(
+    repo: Path, harness: str, check: str, edit: Callable[[dict[str, Any]], object]
+) -> tuple[dict[str, object], Path]:
+    """Install ``harness``'s hooks (doctor: no ``check``), apply ``edit`` to the settings
+    file's hooks, and return doctor's ``check`` finding then, with the file; a problem
+    whose fix, reinstalling, is checked to clear it."""
+    assert run_guards("install", f"--{harness}", "--no-aliases", cwd=repo).returncode == 0
+    assert check not in doctor(repo)
+    settings = harness_settings.settings_path(harness, "project", repo)
+    doc = json.loads(settings.read_text())
+    edit(doc if harness == "droid" else doc["hooks"])
+    settings.write_text(json.dumps(doc))
+    [finding] = doctor(repo)[check]
+    assert finding["level"] == "problem"
+    assert finding["fix"] == f"guards install --{harness}"
+    assert run_guards("install", f"--{harness}", "--no-aliases", cwd=repo).returncode == 0
+    assert check not in doctor(repo)
+    return finding, settings
+
+
 @pytest.mark.parametrize("harness", ["claude", "codex", "gemini", "copilot", "qwen", "droid"])
 def test_harness_hooks_that_miss_an_event_are_not_ok_until_reinstalled(
     repo: Path, harness: str
 ) -> None:
     """An install hand-edited, or an older guards' (Droid's matcher before ApplyPatch): the
     tools the missing event carries reach no guard, and the harness says nothing."""
-    assert run_guards("install", f"--{harness}", "--no-aliases", cwd=repo).returncode == 0
-    assert "harness-events" not in doctor(repo)
-    settings = harness_settings.settings_path(harness, "project", repo)
-    doc = json.loads(settings.read_text())
-    hooks = doc if harness == "droid" else doc["hooks"]
-    first = next(iter(hooks))
-    if harness == "droid":
-        hooks[first][0]["matcher"] = "Execute|Create|Edit"  # guards 0.x before ApplyPatch
-    else:
-        del hooks[first]
-    settings.write_text(json.dumps(doc))
-    [finding] = doctor(repo)["harness-events"]
-    assert finding["level"] == "problem"
+    first: list[str] = []
+
+    def drop_the_first_event(hooks: dict[str, Any]) -> None:
+        first.append(next(iter(hooks)))
+        if harness == "droid":  # guards 0.x, before ApplyPatch
+            hooks[first[0]][0]["matcher"] = "Execute|Create|Edit"
+        else:
+            del hooks[first[0]]
+
+    finding, settings = _after_a_hand_edit(repo, harness, "harness-events", drop_the_first_event)
     assert f"the {harness} hooks in {settings}" in str(finding["message"])
-    assert first in str(finding["message"])
-    assert finding["fix"] == f"guards install --{harness}"
-    assert run_guards("install", f"--{harness}", "--no-aliases", cwd=repo).returncode == 0
-    assert "harness-events" not in doctor(repo)
+    assert first[0] in str(finding["message"])
 
 
 #: Our tool-start hook's timeout cut short, in each harness's own unit and key.
@@ -198,24 +214,16 @@ SHORT = {
 def test_harness_hooks_that_time_out_too_soon_are_not_ok_until_reinstalled(
     repo: Path, harness: str
 ) -> None:
-    """A harness gives up on a hook at its timeout and runs the tool unguarded."""
-    assert run_guards("install", f"--{harness}", "--no-aliases", cwd=repo).returncode == 0
-    assert "harness-timeouts" not in doctor(repo)  # what install writes is long enough
-    settings = harness_settings.settings_path(harness, "project", repo)
-    doc = json.loads(settings.read_text())
-    hooks = doc if harness == "droid" else doc["hooks"]
+    """A harness gives up on a hook at its timeout and runs the tool without waiting."""
     event, key, value, said = SHORT[harness]
-    groups = hooks[event]
-    entry = groups[0] if harness == "copilot" else groups[0]["hooks"][0]
-    entry[key] = value
-    settings.write_text(json.dumps(doc))
-    [finding] = doctor(repo)["harness-timeouts"]
-    assert finding["level"] == "problem"
+
+    def cut_short(hooks: dict[str, Any]) -> None:
+        groups = hooks[event]
+        (groups[0] if harness == "copilot" else groups[0]["hooks"][0])[key] = value
+
+    finding, settings = _after_a_hand_edit(repo, harness, "harness-timeouts", cut_short)
     assert f"the {harness} hooks in {settings} time out too soon" in str(finding["message"])
     assert said in str(finding["message"])
-    assert finding["fix"] == f"guards install --{harness}"
-    assert run_guards("install", f"--{harness}", "--no-aliases", cwd=repo).returncode == 0
-    assert "harness-timeouts" not in doctor(repo)
 
 
 def test_qwen_project_hooks_in_a_folder_qwen_does_not_trust_are_not_ok(

@@ -155,6 +155,26 @@ class Tour:
         assert git(self.repo, "stash", "list") != ""
 
 
+# -- hooks and the shim together ----------------------------------------------------------
+
+#: A line whose git is the shim first on PATH (``command -v`` shows it met the shim).
+THROUGH_THE_SHIM: list[Step] = [[shell("command -v git; git reset --hard")], say("done")]
+
+
+def check_hook_and_shim(repo: Path, server: ModelServer, shim: Path) -> None:
+    """After :data:`THROUGH_THE_SHIM` over :data:`ALICE_WORK`: the hook and the shim in
+    the line rescued alice's work once (one ref, one notice), and the hook took its
+    receipt back when the line ended."""
+    news = server.at_step(1).news()
+    assert str(shim / "git") in news  # the harness's shell kept PATH: the line met the shim
+    assert (repo / "src/app.py").read_text() == FILES["src/app.py"]
+    [ref] = rescue_refs(repo)
+    assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
+    assert news.count(RESCUED) == 1
+    receipts = repo / ".git/guards/receipts"
+    assert not receipts.exists() or not any(receipts.iterdir())
+
+
 # -- a command run in another directory ---------------------------------------------------
 
 #: Alice's work at the top and in sub/: a line told to run in sub/ reaches sub/ only.

@@ -19,10 +19,12 @@ from tests.e2e.scenario import (
     FILES,
     INTERACTIVE,
     RESCUED,
+    THROUGH_THE_SHIM,
     TOUR_PATHS,
     Tour,
     attributed_after_the_tour,
     attribution_tour,
+    check_hook_and_shim,
     check_interactive,
     owners,
     project,
@@ -187,14 +189,9 @@ def test_hook_and_shim_rescue_the_same_work_once(
     res = run_guards("install", "--shim", str(shim), "--no-aliases", cwd=repo)
     assert res.returncode == 0, res.stderr
     write_work(repo, ALICE_WORK)
-    server = model([[shell("command -v git; git reset --hard")], say("done")])
+    server = model(THROUGH_THE_SHIM)
     claude_run(claude, repo, server, path_first=[shim])
-    news = server.at_step(1).news()
-    assert str(shim / "git") in news  # the command met the shim
-    assert (repo / "src/app.py").read_text() == FILES["src/app.py"]
-    [ref] = rescue_refs(repo)
-    assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
-    assert news.count(RESCUED) == 1
+    check_hook_and_shim(repo, server, shim)
 
 
 def test_with_persist_on_stop_each_turn_persists_the_sessions_work(

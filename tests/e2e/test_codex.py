@@ -32,10 +32,12 @@ from tests.e2e.scenario import (
     IN_SUB_WORK,
     INTERACTIVE,
     RESCUED,
+    THROUGH_THE_SHIM,
     TOUR_PATHS,
     Tour,
     attributed_after_the_tour,
     attribution_tour,
+    check_hook_and_shim,
     check_in_sub,
     check_interactive,
     in_sub,
@@ -252,14 +254,9 @@ def test_hook_and_shim_rescue_the_same_work_once(
 ) -> None:
     shim = tmp_path / "shim"
     write_work(repo, ALICE_WORK)
-    server = model([[shell("command -v git; git reset --hard")], say("done")])
+    server = model(THROUGH_THE_SHIM)
     codex_run(codex, repo, server, codex_home(hermetic_seal), shim=shim)
-    news = server.at_step(1).news()
-    assert str(shim / "git") in news  # through bash -lc: install --trust kept PATH
-    assert (repo / "src/app.py").read_text() == FILES["src/app.py"]
-    [ref] = rescue_refs(repo)
-    assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
-    assert news.count(RESCUED) == 1
+    check_hook_and_shim(repo, server, shim)
 
 
 def test_the_shim_guards_git_inside_a_script_codex_runs(

@@ -27,10 +27,12 @@ from tests.e2e.scenario import (
     FILES,
     INTERACTIVE,
     RESCUED,
+    THROUGH_THE_SHIM,
     TOUR_PATHS,
     Tour,
     attributed_after_the_tour,
     attribution_tour,
+    check_hook_and_shim,
     check_interactive,
     observe_markers,
     owners,
@@ -155,15 +157,9 @@ def test_hook_and_shim_rescue_the_same_work_once(
     (COPILOT_AGENT_SESSION_ID): the shim inside the line finds the hook's receipt."""
     shim = tmp_path / "shim"
     write_work(repo, ALICE_WORK)
-    server = model([[shell("command -v git; git reset --hard")], say("done")], flavour=COPILOT)
+    server = model(THROUGH_THE_SHIM, flavour=COPILOT)
     copilot_run(copilot, repo, server, shim=shim)
-    news = server.at_step(1).news()
-    assert str(shim / "git") in news  # Copilot's shell keeps PATH
-    assert (repo / "src/app.py").read_text() == FILES["src/app.py"]
-    [ref] = rescue_refs(repo)
-    assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
-    assert news.count(RESCUED) == 1
-    assert not any((repo / ".git/guards/receipts").iterdir())
+    check_hook_and_shim(repo, server, shim)
 
 
 def test_in_a_folder_copilot_does_not_trust_doctor_says_so_and_its_fix_makes_the_hooks_run(

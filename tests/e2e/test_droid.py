@@ -31,11 +31,11 @@ from tests.e2e.model_server import write as write_file
 from tests.e2e.scenario import (
     ALICE,
     ALICE_WORK,
-    FILES,
     INTERACTIVE,
-    RESCUED,
+    THROUGH_THE_SHIM,
     Tour,
     attribution_tour,
+    check_hook_and_shim,
     check_interactive,
     check_write_over_alice,
     observe_markers,
@@ -227,15 +227,9 @@ def test_hook_and_shim_rescue_the_same_work_once(
 ) -> None:
     shim = tmp_path / "shim"
     write_work(repo, ALICE_WORK)
-    server = model([[shell("command -v git; git reset --hard")], say("done")], flavour=DROID)
+    server = model(THROUGH_THE_SHIM, flavour=DROID)
     droid_run(droid, repo, server, hermetic_seal, shim=shim)
-    news = server.at_step(1).news()
-    assert str(shim / "git") in news  # Droid's shell keeps PATH
-    assert (repo / "src/app.py").read_text() == FILES["src/app.py"]
-    [ref] = rescue_refs(repo)
-    assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
-    assert news.count(RESCUED) == 1
-    assert not any((repo / ".git/guards/receipts").iterdir())
+    check_hook_and_shim(repo, server, shim)
 
 
 def test_the_interactive_ui_frames_each_prompt_once_and_its_session_is_guarded(

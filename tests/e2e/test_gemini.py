@@ -28,9 +28,11 @@ from tests.e2e.scenario import (
     FILES,
     IN_SUB_WORK,
     INTERACTIVE,
+    THROUGH_THE_SHIM,
     TOUR_PATHS,
     attributed_after_the_tour,
     attribution_tour,
+    check_hook_and_shim,
     check_in_sub,
     check_interactive,
     check_write_over_alice,
@@ -182,23 +184,16 @@ def test_the_hook_rescues_alices_work_before_a_gemini_shell_command_and_the_mode
 def test_hook_and_shim_rescue_the_same_work_once(
     gemini: Cli, model: Model, repo: Path, hermetic_seal: Path, tmp_path: Path
 ) -> None:
-    """Gemini's shell commands carry no session id, so the shim inside the line runs
-    unidentified: the hook's rescue still holds the work, and the shim keeps no second
-    copy of it (one ref, one notice)."""
+    """The shim inside the line finds the hook's receipt and keeps no second copy of
+    the work (one ref, one notice): as the session, known by the gemini process, or
+    unidentified where the process tree cannot be read (any receipt holds the bytes)."""
     shim = tmp_path / "shim"
     res = run_guards("install", "--shim", str(shim), "--no-aliases", cwd=repo)
     assert res.returncode == 0, res.stderr
     write_work(repo, ALICE_WORK)
-    server = model([[shell("command -v git; git reset --hard")], say("done")])
+    server = model(THROUGH_THE_SHIM)
     gemini_run(gemini, repo, server, hermetic_seal, path_first=[shim])
-    news = server.at_step(1).news()
-    assert str(shim / "git") in news  # the command met the shim
-    assert (repo / "src/app.py").read_text() == FILES["src/app.py"]
-    [ref] = rescue_refs(repo)
-    assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
-    assert news.count(RESCUED) == 1
-    receipts = repo / ".git/guards/receipts"
-    assert receipts.is_dir() and not any(receipts.iterdir())  # left, then taken back
+    check_hook_and_shim(repo, server, shim)
 
 
 def test_a_command_given_a_dir_path_is_guarded_there(

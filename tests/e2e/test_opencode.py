@@ -41,10 +41,12 @@ from tests.e2e.scenario import (
     IN_SUB_WORK,
     INTERACTIVE,
     RESCUED,
+    THROUGH_THE_SHIM,
     TOUR_PATHS,
     Tour,
     attributed_after_the_tour,
     attribution_tour,
+    check_hook_and_shim,
     check_in_sub,
     check_interactive,
     check_write_over_alice,
@@ -239,15 +241,9 @@ def test_hook_and_shim_rescue_the_same_work_once(
 ) -> None:
     shim = tmp_path / "shim"
     write_work(repo, ALICE_WORK)
-    server = model([[shell("command -v git; git reset --hard")], say("done")], flavour=OPENCODE)
+    server = model(THROUGH_THE_SHIM, flavour=OPENCODE)
     opencode_run(opencode, repo, server, shim=shim)
-    news = server.at_step(1).news()
-    assert str(shim / "git") in news  # opencode's shell keeps PATH
-    assert (repo / "src/app.py").read_text() == FILES["src/app.py"]
-    [ref] = rescue_refs(repo)
-    assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
-    assert news.count(RESCUED) == 1
-    assert not any((repo / ".git/guards/receipts").iterdir())
+    check_hook_and_shim(repo, server, shim)
 
 
 def test_the_user_plugin_guards_every_project(opencode: Cli, model: Model, tmp_path: Path) -> None:

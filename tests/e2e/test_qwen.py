@@ -42,10 +42,12 @@ from tests.e2e.scenario import (
     IN_SUB_WORK,
     INTERACTIVE,
     RESCUED,
+    THROUGH_THE_SHIM,
     TOUR_PATHS,
     Tour,
     attributed_after_the_tour,
     attribution_tour,
+    check_hook_and_shim,
     check_in_sub,
     check_interactive,
     check_write_over_alice,
@@ -194,15 +196,9 @@ def test_hook_and_shim_rescue_the_same_work_once(
 ) -> None:
     shim = tmp_path / "shim"
     write_work(repo, ALICE_WORK)
-    server = model([[shell("command -v git; git reset --hard")], say("done")], flavour=QWEN)
+    server = model(THROUGH_THE_SHIM, flavour=QWEN)
     qwen_run(qwen, repo, server, shim=shim)
-    news = server.at_step(1).news()
-    assert str(shim / "git") in news  # Qwen's shell keeps PATH
-    assert (repo / "src/app.py").read_text() == FILES["src/app.py"]
-    [ref] = rescue_refs(repo)
-    assert show(repo, ref, "src/app.py") == ALICE_WORK["src/app.py"]
-    assert news.count(RESCUED) == 1
-    assert not any((repo / ".git/guards/receipts").iterdir())
+    check_hook_and_shim(repo, server, shim)
 
 
 def test_the_session_ends_when_an_editor_ends_qwen_acp(qwen: Cli, model: Model, repo: Path) -> None:
