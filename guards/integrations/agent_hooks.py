@@ -561,61 +561,6 @@ def _write_targets(event: dict[str, Any]) -> list[str] | None:
     return [os.path.join(cwd, target)]
 
 
-def _write_wait() -> float:
-    from guards.state.barrier import write_wait
-
-    return write_wait()
-
-
-def _write_key(event: dict[str, Any], files: list[str]) -> str:
-    """What names this tool call in the barrier: its id, else (Gemini) its files."""
-    use_id = event.get("tool_use_id")
-    if isinstance(use_id, str) and use_id:
-        return use_id
-    import hashlib
-
-    text = "\0".join(sorted(os.path.abspath(f) for f in files))
-    return "files-" + hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:24]
-
-
-def _barriers(files: list[str]) -> dict[str, str]:
-    """work tree -> ledger directory, for the checkouts ``files`` are in."""
-    from guards.state.barrier import locate
-
-    found: dict[str, str] = {}
-    for path in files:
-        where = locate(os.path.dirname(os.path.abspath(path)))
-        if where is not None:
-            found.setdefault(where[0], where[1])
-    return found
-
-
-def _enter_writes(event: dict[str, Any], sid: str | None, files: list[str]) -> list[str]:
-    """Announce the write in each checkout it touches, after any destructive command
-    running there finished (bounded); returns those still running (nothing announced)."""
-    from guards.state import barrier
-
-    key = _write_key(event, files)
-    entered: list[tuple[str, str]] = []
-    for worktree, ledger_dir in _barriers(files).items():
-        running = barrier.enter_write(ledger_dir, worktree, sid or "unidentified", key)
-        if running:
-            for done_ledger, _ in entered:
-                barrier.withdraw_write(done_ledger, sid or "unidentified", key)
-            return running
-        entered.append((ledger_dir, worktree))
-    return []
-
-
-def _leave_writes(event: dict[str, Any], sid: str | None, files: list[str]) -> None:
-    """The write is over (recorded) or will not happen: destroyers need not wait."""
-    from guards.state import barrier
-
-    key = _write_key(event, files)
-    for ledger_dir in _barriers(files).values():
-        barrier.withdraw_write(ledger_dir, sid or "unidentified", key)
-
-
 def _pre_write(harness: str, event: dict[str, Any]) -> int:
     """Before a write tool runs: another writer's uncommitted content of its files is
     rescued first (policy block: the write is refused with the reason)."""
@@ -625,19 +570,21 @@ def _pre_write(harness: str, event: dict[str, Any]) -> int:
     if files is None:
         return 0  # the tool itself will fail on input that names no file
     sid = _identify(harness, event)
-    running = _enter_writes(event, sid, files)
+    from guards.integrations.write_barrier import enter_writes, leave_writes, write_wait
+
+    running = enter_writes(event, sid, files)
     if running:
         return _deny(
             harness,
             "guards: a destructive git command is running in this checkout "
             f"({'; '.join(running[:2])}) and did not finish within "
-            f"{_write_wait():g} s; the write would race it: retry when it has finished",
+            f"{write_wait():g} s; the write would race it: retry when it has finished",
         )
     from guards.protect.guard import guard_write
 
     verdict = guard_write(files, str(event.get("tool_name")))
     if verdict.deny:
-        _leave_writes(event, sid, files)
+        leave_writes(event, sid, files)
         return _deny(harness, verdict.deny)
     if verdict.rescued and harness in CONTEXT_BEFORE:
         return _emit(harness, "PreToolUse", additionalContext=_rescue_context(verdict.rescued))
@@ -654,7 +601,9 @@ def _write_notice_path(event: dict[str, Any], sid: str | None, files: list[str])
     ledger = _ledger_dir(_cwd(event))
     if ledger is None:
         return None
-    name = f"{sid or 'unidentified'}.{_write_key(event, files)}.notice.json"
+    from guards.integrations.write_barrier import write_key
+
+    name = f"{sid or 'unidentified'}.{write_key(event, files)}.notice.json"
     return os.path.join(ledger, OBSERVE_DIR, "".join(c if c not in "/\0" else "_" for c in name))
 
 
@@ -708,7 +657,9 @@ def _post_edit(harness: str, event: dict[str, Any]) -> int:
             record_files(sid, files)
         return _write_notice(harness, event, sid, files)
     finally:
-        _leave_writes(event, sid, files)
+        from guards.integrations.write_barrier import leave_writes
+
+        leave_writes(event, sid, files)
 
 
 def _failed(event: dict[str, Any]) -> bool:
@@ -736,7 +687,9 @@ def _post_patch(harness: str, event: dict[str, Any]) -> int:
             record_files(sid, files)
         return _write_notice(harness, event, sid, files)
     finally:
-        _leave_writes(event, sid, files)
+        from guards.integrations.write_barrier import leave_writes
+
+        leave_writes(event, sid, files)
 
 
 def record_files(sid: str, files: list[str]) -> list[str]:
