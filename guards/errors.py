@@ -64,11 +64,20 @@ class RefusedError(GuardsError):
 def report_internal_error(exc: BaseException, hint: str = "") -> int:
     """A bug: one line for the user, the traceback in guards' log file; exit 3."""
     import sys
+
+    where = log_internal_error(exc)
+    extra = f"; {hint}" if hint else ""
+    print(f"guards: internal error ({type(exc).__name__}: {exc}); {where}{extra}", file=sys.stderr)
+    return int(ExitCode.INTERNAL)
+
+
+def log_internal_error(exc: BaseException) -> str:
+    """Append the traceback of a bug to guards' log file; says where ("details in ...")."""
+    import sys
     import traceback
 
     from guards import __version__
 
-    where = "no log written"
     try:
         from pathlib import Path
 
@@ -79,21 +88,19 @@ def report_internal_error(exc: BaseException, hint: str = "") -> int:
         with open(log, "a", encoding="utf-8") as f:
             f.write(f"guards {__version__} python {sys.version.split()[0]} argv {sys.argv!r}\n")
             f.write("".join(traceback.format_exception(exc)))
-        where = f"details in {log}"
+        return f"details in {log}"
     except Exception:
-        pass
-    extra = f"; {hint}" if hint else ""
-    print(f"guards: internal error ({type(exc).__name__}: {exc}); {where}{extra}", file=sys.stderr)
-    return int(ExitCode.INTERNAL)
+        return "no log written"
 
 
 def boundary(
     body: Callable[[], int],
     *,
-    fail_open: bool = False,
+    fail_open: bool | Callable[[], bool] = False,
     what: str = "",
     hint: str = "",
     refusal: bool = False,
+    answer: Callable[[bool, str], int] | None = None,
 ) -> int:
     """The one place where an error becomes an exit status and one line on stderr.
 
@@ -103,6 +110,15 @@ def boundary(
     refusal, and every message names ``hint`` (the override). ``fail_open=True``: the
     surrounding operation must go on whatever happened (the frame before a turn, a
     hook after git already acted): one line starting with ``what``, exit 0.
+
+    ``answer``: the caller tells the error its own way (an agent hook answers in its
+    harness's shape: a denied tool call, or one line and exit 1). It is given whether
+    the boundary fails open and the error's one line (a bug's names the log it was
+    written to first) and returns the exit status; every error goes to it, a broken
+    pipe too (it may be git's, in the middle of a check). ``fail_open`` may then be a
+    function, asked only when an error came (an agent hook fails closed only for a
+    tool call that could run git, which costs a look at the call it need not pay on
+    every event).
     """
     import sys
 
@@ -110,9 +126,13 @@ def boundary(
         return body()
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
+    except BrokenPipeError as e:
+        if answer is not None:
+            return _answered(answer, fail_open, e)
         return ExitCode.OK
     except GuardsError as e:
+        if answer is not None:
+            return _answered(answer, fail_open, e)
         if fail_open:
             _say(f"{what}: {first_line(e)}" if what else first_line(e))
             return ExitCode.OK
@@ -125,11 +145,22 @@ def boundary(
         _say(message)
         return code
     except Exception as e:  # a bug: one line for the user, the traceback in a log
+        if answer is not None:
+            return _answered(answer, fail_open, e)
         if fail_open:
             _say(f"{what}: internal error ({type(e).__name__}: {first_line(e)})")
             return ExitCode.OK
         sys.stdout.flush()
         return report_internal_error(e, hint=hint)
+
+
+def _answered(
+    answer: Callable[[bool, str], int], fail_open: bool | Callable[[], bool], e: Exception
+) -> int:
+    line = first_line(e)
+    if not isinstance(e, GuardsError):  # a bug: logged like every other
+        line = f"internal error ({type(e).__name__}: {line}); {log_internal_error(e)}"
+    return answer(fail_open() if callable(fail_open) else fail_open, line)
 
 
 def _say(message: str) -> None:

@@ -524,6 +524,55 @@ def test_malformed_json_without_git_is_one_line_and_nonzero(repo: Path) -> None:
     assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
 
 
+def test_an_internal_error_in_the_hook_is_logged_and_answered_as_before(
+    repo: Path,
+    hermetic_seal: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The one error boundary: a bug's traceback goes to guards' log, as for ``guards
+    run``; a tool call that could run git is denied (JSON for Claude, exit 2 for
+    Gemini), any other event says one line and exits 1."""
+    from guards.errors import UnknownStateError
+    from guards.integrations import agent_hooks
+
+    def broken(harness: str, event: dict[str, Any]) -> int:
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(agent_hooks, "_pre_shell", broken)
+    monkeypatch.setattr(agent_hooks, "_post_shell", broken)
+    log = hermetic_seal / ".xdg-state" / "guards" / "log" / "guards.log"
+    start = json.dumps({"cwd": str(repo), **bash_event("bob", "git reset --hard", "t1")})
+
+    assert agent_hooks.main("gemini", start.encode()) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "Traceback" not in err
+    assert "could not check this command (internal error (ZeroDivisionError: a bug)" in err
+    assert f"details in {log}" in err
+    assert log.read_text().count("ZeroDivisionError: a bug") == 1
+
+    assert agent_hooks.main("claude", start.encode()) == 0
+    out, err = capsys.readouterr()
+    denied = json.loads(out)["hookSpecificOutput"]
+    assert denied["permissionDecision"] == "deny"
+    assert "internal error (ZeroDivisionError" in denied["permissionDecisionReason"]
+    assert log.read_text().count("ZeroDivisionError: a bug") == 2
+
+    end = json.loads(start) | {"hook_event_name": "PostToolUse", "tool_response": {}}
+    assert agent_hooks.main("claude", json.dumps(end).encode()) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("guards agent-hook: PostToolUse: internal error (")
+    assert log.read_text().count("ZeroDivisionError: a bug") == 3
+
+    def cannot_tell(harness: str, event: dict[str, Any]) -> int:
+        raise UnknownStateError("cannot read the ledger")
+
+    monkeypatch.setattr(agent_hooks, "_post_shell", cannot_tell)
+    assert agent_hooks.main("claude", json.dumps(end).encode()) == 1
+    assert capsys.readouterr().err == "guards agent-hook: PostToolUse: cannot read the ledger\n"
+    assert log.read_text().count("Traceback") == 3  # not a bug: nothing logged
+
+
 def test_a_shell_command_that_is_not_a_string_is_refused_when_it_mentions_git(
     repo: Path,
 ) -> None:

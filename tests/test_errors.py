@@ -57,3 +57,21 @@ def test_interrupt_and_a_closed_pipe(capsys: pytest.CaptureFixture[str]) -> None
     assert boundary(fails(KeyboardInterrupt())) == 130
     assert boundary(fails(BrokenPipeError())) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_a_caller_may_answer_errors_its_own_way_and_decide_late_whether_to_fail_open(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    asked: list[tuple[bool, str]] = []
+
+    def answer(fail_open: bool, line: str) -> int:
+        asked.append((fail_open, line))
+        return 1 if fail_open else 2
+
+    assert boundary(lambda: 5, fail_open=lambda: 1 / 0 == 0, answer=answer) == 5  # not asked
+    assert boundary(fails(UsageError("bad\nvalue")), fail_open=lambda: True, answer=answer) == 1
+    assert boundary(fails(BrokenPipeError()), answer=answer) == 2  # maybe git's: no OK
+    assert boundary(fails(ZeroDivisionError("oops")), answer=answer) == 2
+    assert asked[0] == (True, "bad")
+    assert asked[2][1].startswith("internal error (ZeroDivisionError: oops); details in ")
+    assert capsys.readouterr().err == ""

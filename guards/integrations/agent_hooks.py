@@ -68,7 +68,7 @@ import os
 import sys
 
 from guards import git, jsontext
-from guards.errors import first_line
+from guards.errors import boundary, first_line
 from guards.fsutil import nearest_directory
 from guards.integrations.copilot_hooks import COPILOT_EVENTS as COPILOT_EVENTS
 from guards.integrations.copilot_hooks import from_copilot
@@ -137,14 +137,21 @@ def main(harness: str, raw: bytes, event_name: str | None = None) -> int:
     name = event.get("hook_event_name")
     if not isinstance(name, str):
         return _malformed(raw, "hook input has no hook_event_name")
-    try:
-        return _dispatch(harness, name, event)
-    except Exception as e:  # a hook must answer, whatever happened
-        message = first_line(e)
-        if name in TOOL_STARTS and _guarded_text(jsontext.dumps(event.get("tool_input"))):
-            return _deny(harness, f"guards could not check this command ({message})")
-        _say(f"guards agent-hook: {name}: {message}")
+
+    def could_run_unchecked() -> bool:  # asked only when an error came
+        return name in TOOL_STARTS and _guarded_text(jsontext.dumps(event.get("tool_input")))
+
+    def answer(fail_open: bool, line: str) -> int:  # a hook must answer, whatever happened
+        if not fail_open:
+            return _deny(harness, f"guards could not check this command ({line})")
+        _say(f"guards agent-hook: {name}: {line}")
         return HOOK_ERROR
+
+    return boundary(
+        lambda: _dispatch(harness, name, event),
+        fail_open=lambda: not could_run_unchecked(),
+        answer=answer,
+    )
 
 
 def as_claude(harness: str, event: dict[str, Any], event_name: str | None = None) -> dict[str, Any]:
