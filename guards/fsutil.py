@@ -31,7 +31,9 @@ PRIVATE = 0o600
 EXECUTABLE = 0o755
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int | None = PRIVATE) -> None:
+def atomic_write(
+    path: str | os.PathLike[str], data: bytes, *, mode: int | None = PRIVATE, durable: bool = True
+) -> None:
     """Replace ``path`` with ``data``: all of it or none of it, also across a crash.
 
     A temporary file in the same directory is written, flushed to disk and renamed over
@@ -42,6 +44,10 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int | None 
     ``mode``: the new file's permission bits exactly (the umask does not narrow them);
     ``KEEP_MODE`` (None): an existing file's bits, and for a new file what ``open``
     gives (0o666 less the umask) — for files that belong to git or to the user.
+
+    ``durable=False``: neither the file nor the directory is flushed to disk (readers
+    still see all of it or none of it): for files that matter only while this boot
+    lasts, such as the barrier's announcements (a process that a crash ended is gone).
     """
     target = os.fspath(path)
     directory = os.path.dirname(target) or "."
@@ -65,7 +71,8 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int | None 
                 view = view[os.write(fd, view) :]
             if mode is not None:
                 os.fchmod(fd, mode)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, target)
@@ -76,7 +83,8 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int | None 
             # Name the file the caller asked for, not a temporary one that is gone.
             e.filename, e.filename2 = target, None
         raise
-    fsync_directory(directory)
+    if durable:
+        fsync_directory(directory)
 
 
 def remove(path: str | os.PathLike[str]) -> None:

@@ -108,6 +108,27 @@ def test_a_write_flushes_the_file_then_its_directory(tmp_path: Path, fsyncs: lis
     assert fsyncs == ["file", "dir"]
 
 
+def test_a_write_that_need_not_last_flushes_nothing_and_leaves_no_temporary_file(
+    tmp_path: Path, fsyncs: list[str]
+) -> None:
+    fsutil.atomic_write(tmp_path / "file", b"data", durable=False)
+    assert fsyncs == [] and (tmp_path / "file").read_bytes() == b"data"
+    assert leftovers(tmp_path) == []
+
+
+def test_the_barrier_announces_through_the_one_atomic_write_unflushed(
+    tmp_path: Path, fsyncs: list[str]
+) -> None:
+    # (it had a write of its own: a fixed temporary name, truncated in place)
+    from guards.state import barrier
+
+    ledger = tmp_path / "guards"
+    path = barrier.announce_write(str(ledger), str(tmp_path), "claude-s", "t1")
+    assert path is not None and oct(mode_of(Path(path))) == oct(fsutil.PRIVATE)
+    assert barrier.pending_writes(str(ledger), str(tmp_path)) == ["claude-s"]
+    assert fsyncs == [] and leftovers(ledger / barrier.BARRIER_DIR) == []
+
+
 def test_a_failed_rename_leaves_the_target_and_no_temporary_file(tmp_path: Path) -> None:
     target = tmp_path / "file"
     a_directory_at(target)

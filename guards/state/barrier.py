@@ -78,13 +78,8 @@ def _write(path: str, doc: dict[str, object]) -> bool:
     text = "\0".join("" if doc.get(k) is None else str(doc[k]) for k in _FIELDS)
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, text.encode("utf-8", "surrogateescape"))
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+        # No fsync: an announcement speaks for a live process, which a crash ends anyway.
+        fsutil.atomic_write(path, text.encode("utf-8", "surrogateescape"), durable=False)
         return True
     except OSError:
         return False
