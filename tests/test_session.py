@@ -98,6 +98,63 @@ def test_reused_pid_with_another_start_time_is_dead() -> None:
         proc.wait()
 
 
+ANNOUNCED = """
+import sys
+from guards.protect.land_queue import LandingQueue
+from guards.state import barrier
+
+ledger, worktree = sys.argv[1], sys.argv[2]
+barrier.announce_destroyer(ledger, worktree, "git reset --hard")
+LandingQueue(ledger, 10).enqueue({"branch": "task", "into": "main"})
+print("announced", flush=True)
+sys.stdin.read()  # until the test lets it exit
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="zombies are read in /proc")
+def test_a_zombie_process_is_dead_to_sessions_the_landing_queue_and_the_barrier(
+    tmp_path: Path,
+) -> None:
+    """One liveness rule: a process that exited but was not reaped yet has done its work
+    (the barrier alone used to say so; sessions and landing tickets called it live)."""
+    from guards.protect.land_queue import LandingQueue
+    from guards.state import barrier
+
+    ledger, worktree = tmp_path / "guards", str(tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ANNOUNCED, str(ledger), worktree],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "announced\n"
+        start = process_start_time(proc.pid)
+        session = Session(id="z", host=hostname(), pid=proc.pid, pid_start=start)
+        queue = LandingQueue(ledger, 10)
+        assert session.liveness(ttl=0) == Liveness.LIVE
+        assert [t["pid"] for t in queue.queued(wait_timeout=1)] == [proc.pid]
+        assert barrier.live_destroyers(str(ledger), worktree) == [
+            f"pid {proc.pid}: git reset --hard"
+        ]
+
+        assert proc.stdin is not None
+        proc.stdin.close()  # it exits; nobody reaps it (no wait) until the end
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{proc.pid}/stat").read_bytes().rsplit(b") ", 1)[1][:1] != b"Z":
+            assert time.monotonic() < deadline, "the process never became a zombie"
+            time.sleep(0.01)
+        assert process_start_time(proc.pid) == start  # the pid still names it
+
+        verdict = session.verdict(ttl=0)
+        assert (verdict.liveness, verdict.pid_running) == (Liveness.DEAD, False)  # "gone"
+        assert queue.queued(wait_timeout=1) == []
+        assert barrier.live_destroyers(str(ledger), worktree) == []
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def _odd_records() -> dict[str, object]:
     now = time.time()
     me, pid = hostname(), os.getpid()

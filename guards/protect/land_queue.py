@@ -189,8 +189,7 @@ def _alive(ticket: Ticket, now: float, wait_timeout: float) -> bool:
     another host while it is younger than the wait timeout."""
     pid = ticket.get("pid")
     if ticket.get("host") == sessions.hostname() and isinstance(pid, int):
-        started = sessions.process_start_time(pid)
-        return started is not None and started == ticket.get("pid_start")
+        return sessions.process_alive(pid, ticket.get("pid_start"))
     requested = ticket.get("requested")
     if not isinstance(requested, (int, float)) or wait_timeout <= 0:
         return True

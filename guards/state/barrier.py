@@ -118,16 +118,6 @@ def _start_time(pid: int) -> str | None:
     return process_start_time(pid)
 
 
-def _zombie(pid: int) -> bool:
-    """A process that exited and waits for its parent to read its status (Linux)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    return stat[stat.rfind(b")") + 2 :][:1] == b"Z"
-
-
 # -- destroyers ------------------------------------------------------------------------
 
 
@@ -150,13 +140,15 @@ def announce_destroyer(ledger_dir: str, worktree: str, label: str) -> str | None
 def live_destroyers(ledger_dir: str, worktree: str) -> list[str]:
     """Labels of the live destructive commands announced in ``worktree`` (other than
     this process); dead announcements are removed."""
+    from guards.state.identity import process_alive
+
     me = os.getpid()
     found = []
     for path, doc in _entries(ledger_dir, "destroy."):
         pid = doc.get("pid")
         if not isinstance(pid, int) or isinstance(pid, bool):
             continue
-        if pid != me and (_start_time(pid) != doc.get("start") or _zombie(pid)):
+        if pid != me and not process_alive(pid, doc.get("start")):
             fsutil.remove(path)  # dead (or its pid reused): released
             continue
         if pid != me and doc.get("worktree") == worktree:

@@ -242,20 +242,56 @@ def process_start_time(pid: int) -> str | None:
     that a reboot never matches). Elsewhere: ``ps -o lstart=``. (Here, not in
     guards.state.session: the guarded git's barrier needs it without ``enum``.)
     """
+    found = _process(pid)
+    return None if found is None else found[0]
+
+
+#: What :func:`process_liveness` finds of a process recorded with its start time.
+PROCESS_LIVE = "live"
+#: No process has the pid, or the recorded one exited (a zombie: its work is over).
+PROCESS_GONE = "gone"
+#: Another process has the pid now.
+PROCESS_REUSED = "reused"
+
+
+def process_liveness(pid: int, started: object) -> str:
+    """The one liveness rule for a process on this host: live while a process with
+    ``pid`` runs and started at ``started`` (:func:`process_start_time` when it was
+    recorded). A zombie counts as gone: it has exited, and only its parent has not
+    read its status yet."""
+    found = _process(pid)
+    if found is None:
+        return PROCESS_GONE
+    now, zombie = found
+    if now != started:
+        return PROCESS_REUSED
+    return PROCESS_GONE if zombie else PROCESS_LIVE
+
+
+def process_alive(pid: int, started: object) -> bool:
+    """:func:`process_liveness` says live."""
+    return process_liveness(pid, started) == PROCESS_LIVE
+
+
+def _process(pid: int) -> tuple[str, bool] | None:
+    """(start time identifier, whether a zombie) of ``pid``; None: no such process.
+    Without ``/proc`` no process counts as a zombie."""
     if pid <= 0:
         return None
     if not _HAS_PROC:
-        return _ps_start_time(pid)
+        started = _ps_start_time(pid)
+        return None if started is None else (started, False)
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read()
     except FileNotFoundError:
         return None
     except OSError:
-        return _ps_start_time(pid)
+        started = _ps_start_time(pid)
+        return None if started is None else (started, False)
     # The command name may hold spaces and parentheses: fields start after the last ')'.
     fields = stat[stat.rfind(b")") + 2 :].split()
-    return f"{_boot_id()}:{fields[19].decode()}"
+    return f"{_boot_id()}:{fields[19].decode()}", fields[0] == b"Z"
 
 
 _HAS_PROC = os.path.exists("/proc/self/stat")

@@ -13,9 +13,13 @@ import time
 
 from guards.state.identity import (
     MAX_ID_LENGTH,
+    PROCESS_GONE,
+    PROCESS_LIVE,
     SESSION_ENV,
     caller_id,
     hostname,
+    process_alive,
+    process_liveness,
     process_start_time,
     validate_id,
 )
@@ -35,6 +39,7 @@ __all__ = [
     "hostname",
     "judge",
     "new_id",
+    "process_alive",
     "process_start_time",
     "validate_id",
 ]
@@ -141,13 +146,12 @@ class Session(MutableValue):
         if self.pid is not None and self.host == hostname():
             if not _is_int(self.pid):
                 return Verdict(Liveness.UNKNOWN)
-            started = process_start_time(self.pid)
-            live = started is not None and started == self.pid_start
+            process = process_liveness(self.pid, self.pid_start)
             return Verdict(
-                Liveness.LIVE if live else Liveness.DEAD,
+                Liveness.LIVE if process == PROCESS_LIVE else Liveness.DEAD,
                 pid_checked=True,
                 pid=self.pid,
-                pid_running=started is not None,
+                pid_running=process != PROCESS_GONE,
             )
         if not _is_number(self.last_seen):
             return Verdict(Liveness.UNKNOWN)
