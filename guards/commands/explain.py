@@ -57,8 +57,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("explain what? guards explain -- <git arguments> | --line '<line>'")
     report = _line(args.line) if args.line is not None else _git(git_args)
     if os.environ.get(DISABLE_ENV) == "1":
+        from guards.protect.decide import Action
+
         report["disabled"] = True
-        report["action"] = "nothing"
+        report["action"] = Action.NOTHING
         report["why"] = f"{DISABLE_ENV}=1: git would run untouched (the risk is logged)"
     if args.json:
         output.dump_json(report)
@@ -69,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _git(git_args: list[str]) -> dict[str, Any]:
     from guards.predict import cmdline
+    from guards.protect.decide import Action
     from guards.protect.guard import guard_command
 
     words = "git " + " ".join(git_args)
@@ -81,7 +84,7 @@ def _git(git_args: list[str]) -> dict[str, Any]:
         guard_command(cmd, report=False, plan=plan)
     except GuardsError as e:
         return _report(words, plan, str(e), code=int(e.exit_code))
-    refusal = next((d.message for d in plan if d.action == "refuse"), None)
+    refusal = next((d.message for d in plan if d.action == Action.REFUSE), None)
     return _report(words, plan, refusal)
 
 
@@ -100,15 +103,17 @@ def _report(
     code: int | None = None,
     note: str | None = None,
 ) -> dict[str, Any]:
+    from guards.protect.decide import Action
+
     commands = [_decision_json(d) for d in plan]
     if refusal is not None:
-        action = "refuse"
-    elif any(c["action"] == "rescue" for c in commands):
-        action = "rescue"
-    elif any(c["action"] == "warn" for c in commands):
-        action = "warn"
+        action = Action.REFUSE
+    elif any(c["action"] == Action.RESCUE for c in commands):
+        action = Action.RESCUE
+    elif any(c["action"] == Action.WARN for c in commands):
+        action = Action.WARN
     else:
-        action = "nothing"
+        action = Action.NOTHING
     if code is None or code == ExitCode.USAGE:
         code = ExitCode.REFUSED  # a guarded command that cannot be judged is refused
     return {
@@ -149,22 +154,29 @@ def _decision_json(d: Decision) -> dict[str, Any]:
 
 
 def _status(report: dict[str, Any]) -> int:
-    if report["action"] == "refuse":
+    from guards.protect.decide import Action
+
+    if report["action"] == Action.REFUSE:
         return int(report["exit_code"] or ExitCode.REFUSED)
-    if report["action"] in ("rescue", "warn"):
+    if report["action"] in (Action.RESCUE, Action.WARN):
         return STEPS_IN
     return ExitCode.OK
 
 
-_SAYS = {
-    "nothing": "guards would do nothing; git runs as is",
-    "rescue": "guards would rescue the work not provably yours, then run git",
-    "warn": "guards would run git and say what is lost (policy warn: no rescue)",
-    "refuse": "guards would refuse: git would not run",
-}
+def _says(action: str) -> str:
+    from guards.protect.decide import Action
+
+    return {
+        Action.NOTHING: "guards would do nothing; git runs as is",
+        Action.RESCUE: "guards would rescue the work not provably yours, then run git",
+        Action.WARN: "guards would run git and say what is lost (policy warn: no rescue)",
+        Action.REFUSE: "guards would refuse: git would not run",
+    }[action]
 
 
 def _print(report: dict[str, Any]) -> None:
+    from guards.protect.decide import Action
+
     print(f"{report['command']}:")
     any_path = False
     for c in report["commands"]:
@@ -180,7 +192,7 @@ def _print(report: dict[str, Any]) -> None:
                     f"    {output.show_path(p['path'])}",
                     owner,
                     ", ".join(p["losses"]) or "-",
-                    "rescue" if p["guarded"] and c["action"] == "rescue" else "",
+                    "rescue" if p["guarded"] and c["action"] == Action.RESCUE else "",
                 )
             )
         if rows:
@@ -195,6 +207,6 @@ def _print(report: dict[str, Any]) -> None:
             print(f"    {output.show_path(p)}: already rescued for this command")
         for p in c["left_out"]:
             print(f"    {output.show_path(p['path'])}: a {p['kind']}, no content to keep")
-    if not any_path and report["action"] != "refuse":
+    if not any_path and report["action"] != Action.REFUSE:
         print("  nothing uncommitted would be destroyed")
-    print(_SAYS[report["action"]] + (f": {report['why']}" if report["why"] else ""))
+    print(_says(report["action"]) + (f": {report['why']}" if report["why"] else ""))
