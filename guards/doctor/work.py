@@ -11,6 +11,7 @@ from guards.doctor.findings import Context, Finding, Level, days, listing, plura
 from guards.errors import GuardsError
 from guards.git import operations
 from guards.git.dirty import DirtyPath, parse_porcelain_v2, read_dirty
+from guards.git.refs import for_each_ref
 from guards.git.repo import Repo
 from guards.output import age, show_path
 from guards.state.attribution import classify
@@ -126,8 +127,7 @@ def check_stashes(ctx: Context) -> list[Finding]:
     repo = ctx.repo
     if repo is None:
         return []
-    exists = repo.run(["for-each-ref", "--format=%(objectname)", "refs/stash"])
-    if not exists.stdout.strip():
+    if not for_each_ref(repo.run, ("objectname",), ["refs/stash"]):
         return [Finding(Level.OK, "stashes", "stashes", "no stashes")]
     fmt = "--format=%H%x00%ct%x00%an%x00%gs"
     res = repo.run(["log", "-g", "-z", fmt, "refs/stash", "--"])
@@ -193,13 +193,10 @@ def check_rescues(ctx: Context) -> list[Finding]:
     if repo is None:
         return []
     namespace = str(ctx.setting("rescue.namespace"))
-    fmt = "--format=%(refname)%00%(creatordate:unix)"
-    res = repo.run(["for-each-ref", fmt, namespace + "/"])
-    refs: list[tuple[str, int]] = []
-    for line in res.stdout.split(b"\n"):
-        if line:
-            name, _, when = line.partition(b"\0")
-            refs.append((os.fsdecode(name), int(when or 0)))
+    refs = [
+        (name, int(when or 0))
+        for name, when in for_each_ref(repo.run, ("refname", "creatordate:unix"), [namespace + "/"])
+    ]
     if not refs:
         return [Finding(Level.OK, "rescues", "rescues", f"no rescue refs under {namespace}")]
     oldest = min(refs, key=lambda r: r[1])

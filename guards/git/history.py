@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 from guards.git.names import BranchName, ObjectId, RefName, branch_ref
+from guards.git.refs import for_each_ref
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
@@ -31,13 +32,11 @@ def commits_held_only_by(
     ``ignoring``, full names) and none of ``other_tips`` reaches; newest first, at most
     ``limit``. Ref names are compared exactly (never as patterns), and the tips reach
     git on stdin, so thousands of refs cost no command line."""
-    listed = run(["for-each-ref", "--format=%(objectname)%00%(refname)", *refs]).stdout
     skip = set(ignoring)
     tips = list(other_tips)
-    for line in listed.split(b"\n"):
-        oid, _, ref = line.partition(b"\0")
-        if oid and os.fsdecode(ref) not in skip:
-            tips.append(oid.decode("ascii"))
+    for oid, ref in for_each_ref(run, ("objectname", "refname"), refs):
+        if oid and ref not in skip:
+            tips.append(oid)
     args = ["rev-list", "--stdin", tip, "--"]  # a file may be named like the tip's id
     if limit is not None:
         args.insert(1, f"--max-count={limit}")

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 
 from guards import git
+from guards.git.names import HEADS, BranchName, RefName, branch_name, branch_ref
+from guards.git.refs import for_each_ref
 from guards.git.worktrees import LIST_ARGS, parse_worktree_list
 from guards.predict.blast.radius import BlastRadius, CannotTell, GitRefuses
 from guards.predict.blast.rules import branch_reset_loss, unreachable_from
@@ -55,17 +57,12 @@ def _checked_out(ctx: Context) -> set[str]:
 
 def _local_refs(ctx: Context, pattern: str) -> dict[str, str]:
     """Local refs matching a refspec side (``refs/heads/*`` globs allowed)."""
-    out = ctx.out(["for-each-ref", "--format=%(refname)%00%(objectname)", pattern])
-    refs: dict[str, str] = {}
-    for line in out.split(b"\n"):
-        name, _, oid = line.partition(b"\0")
-        if name and oid:
-            refs[os.fsdecode(name)] = oid.decode("ascii")
-    return refs
+    rows = for_each_ref(ctx.run, ("refname", "objectname"), [pattern])
+    return {name: oid for name, oid in rows if name and oid}
 
 
 def _branch_ref(name: str) -> str:
-    return name if name.startswith("refs/") else f"refs/heads/{name}"
+    return name if name.startswith("refs/") else branch_ref(BranchName(name))
 
 
 def _forced_losses(ctx: Context, updates: list[tuple[str, str | None]]) -> Commits:
@@ -78,7 +75,7 @@ def _forced_losses(ctx: Context, updates: list[tuple[str, str | None]]) -> Commi
         if old is None or old == new:
             continue
         if unreachable_from(ctx, old, [new] if new else [], exclude=moved):
-            commits.append((old, f"branch {ref.removeprefix('refs/heads/')}"))
+            commits.append((old, f"branch {branch_name(RefName(ref))}"))
     return commits
 
 
@@ -103,7 +100,7 @@ def _fetch(ctx: Context, args: list[str]) -> BlastRadius:
         if not colon or not dst:
             continue  # fetched into FETCH_HEAD only
         pattern = _branch_ref(dst)
-        if not pattern.startswith("refs/heads/"):
+        if not pattern.startswith(HEADS):
             continue
         for ref in list(_local_refs(ctx, pattern)) if "*" in pattern else [pattern]:
             if ref in busy and not o.has("update-head-ok") and ctx.rev(ref):
@@ -142,8 +139,9 @@ def _push(ctx: Context, args: list[str]) -> BlastRadius:
             src, dst = "", src
         elif not colon:
             dst = src
-        ref = _branch_ref(dst) if dst.startswith("refs/") or ctx.rev(f"refs/heads/{dst}") else ""
-        if not ref.startswith("refs/heads/") or ref == current:
+        known = dst.startswith("refs/") or ctx.rev(branch_ref(BranchName(dst)))
+        ref = _branch_ref(dst) if known else ""
+        if not ref.startswith(HEADS) or ref == current:
             continue  # not a branch here; the current branch is refused by default
         if not src:
             updates.append((ref, None))  # deleted

@@ -238,9 +238,10 @@ def _recursing(ctx: Context, o: Options, state: State, losses: Losses) -> None:
 
 def _dwim_remote(ctx: Context, name: str) -> str | None:
     """``checkout foo`` / ``switch foo`` creating foo from the one ``<remote>/foo``."""
-    out = ctx.out(["for-each-ref", "--format=%(objectname)", f"refs/remotes/*/{name}"])
-    oids = out.decode().split()
-    return oids[0] if len(oids) == 1 else None
+    from guards.git.refs import for_each_ref
+
+    oids = for_each_ref(ctx.run, ("objectname",), [f"refs/remotes/*/{name}"])
+    return oids[0][0] if len(oids) == 1 else None
 
 
 def _switch(ctx: Context, args: list[str]) -> BlastRadius:

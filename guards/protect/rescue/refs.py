@@ -96,11 +96,8 @@ def _verify_refs(ws: Workspace, pairs: list[tuple[str, str]]) -> None:
 
 def ref_values(ws: Workspace, names: list[str]) -> dict[str, str]:
     """The exact refs among ``names`` that exist -> their object ids."""
-    res = ws.repo.run(["for-each-ref", "--format=%(objectname) %(refname)", *names], check=False)
+    from guards.git.refs import for_each_ref
+
     wanted = set(names)
-    out = {}
-    for line in res.stdout.decode("utf-8", "surrogateescape").splitlines():
-        oid, _, name = line.partition(" ")
-        if name in wanted:
-            out[name] = oid
-    return out
+    rows = for_each_ref(ws.repo.run, ("objectname", "refname"), names, check=False)
+    return {name: oid for oid, name in rows if name in wanted}
