@@ -191,7 +191,7 @@ def _registered(folder: str, pid: int) -> str | None:
             started, session = f.read().split("\n")[:2]
     except (OSError, ValueError, UnicodeDecodeError):
         return None
-    if not is_valid_id(session) or process_start_time(pid) != started:
+    if not is_valid_id(session) or not process_alive(pid, started):
         return None
     return session
 
