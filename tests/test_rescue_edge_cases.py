@@ -844,3 +844,22 @@ def test_the_prompt_frame_names_the_work_beside_a_submodule_git_cannot_read(
     assert res.returncode == 0, res.stderr
     context = json.loads(res.stdout)["hookSpecificOutput"]["additionalContext"]
     assert " M README" in context and " M sub" in context, context
+
+
+def test_a_nested_repository_with_a_line_separator_in_a_branch_name_is_kept_whole(
+    repo: Path,
+) -> None:
+    """A ref name may hold U+2028 or U+0085 (git refuses only ASCII controls). The
+    nested repository's refs were read as text split into lines, which Python also
+    splits at those: the rescue failed to unpack the broken line."""
+    nested = _nested_repository(repo)
+    git(nested, "branch", "odd\u2028name\u0085here")
+    before = _repository_state(nested)
+    res = run_guards("run", "--", "clean", "-ffd", cwd=repo, env=BOB)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert not nested.exists()
+    kept = [r for r in rescue_refs(repo) if r.endswith("-repo-nested")]
+    assert len(kept) == 1, rescue_refs(repo)
+    restored = run_guards("rescue", "restore", kept[0], cwd=repo)
+    assert restored.returncode == 0, restored.stdout + restored.stderr
+    assert _repository_state(nested) == before

@@ -17,6 +17,7 @@ from guards.doctor.findings import (
     listing,
     plural,
 )
+from guards.git.refs import for_each_ref
 from guards.output import age, show_path
 from guards.state.ledger import SCHEMA, LedgerData
 from guards.state.session import Liveness, Verdict, judge
@@ -254,15 +255,11 @@ def check_checkpoints(ctx: Context) -> list[Finding]:
     from guards.protect.rescue import owner_component
 
     refs = {f"{parent}/wip/{owner_component(sid)}": sid for sid in gone}
-    fmt = "--format=%(refname)%00%(objectname)%00%(creatordate:unix)"
-    res = ctx.repo.run(["for-each-ref", fmt, *refs])
+    fields = ("refname", "objectname", "creatordate:unix")
     found: list[tuple[str, str, str, float]] = []
-    for line in res.stdout.split(b"\n"):
-        name, _, rest = line.partition(b"\0")
-        oid, _, when = rest.partition(b"\0")
-        ref = os.fsdecode(name)
+    for ref, oid, when in for_each_ref(ctx.repo.run, fields, list(refs)):
         if ref in refs:
-            found.append((refs[ref], ref, oid.decode(), float(when or 0)))
+            found.append((refs[ref], ref, oid, float(when or 0)))
     if not found:
         return []
     found.sort(key=lambda f: -f[3])

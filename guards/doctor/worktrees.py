@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
-
 from guards.doctor.findings import Context, Finding, Level, days, listing, plural
 from guards.git.history import default_branch
+from guards.git.names import HEADS
+from guards.git.refs import for_each_ref
 from guards.output import age, show_path
 from guards.protect.worktrees import real, registry
 
@@ -105,28 +105,25 @@ def check_graveyard(ctx: Context) -> list[Finding]:
     repo = ctx.repo
     if repo is None:
         return []
-    filters = []
+    tips = []
     if repo.head() is not None:
-        filters.append("--no-merged=HEAD")
+        tips.append("HEAD")
     default = default_branch(repo.run)
     if default is not None:
-        filters.append(f"--no-merged={default}")
-    if not filters:
+        tips.append(default)
+    if not tips:
         return [Finding(Level.OK, "branches", "graveyard", "no commits yet")]
-    fmt = "--format=%(refname)%00%(upstream)%00%(committerdate:unix)"
-    res = repo.run(["for-each-ref", fmt, *filters, "refs/heads/"])
+    fields = ("refname", "upstream", "committerdate:unix")
+    rows = for_each_ref(repo.run, fields, [HEADS], no_merged=tips)
     namespace = str(ctx.setting("rescue.namespace")) + "/"
     checked_out = {w.branch for w in ctx.git_worktrees()}
     graves = []
-    for line in res.stdout.split(b"\n"):
-        if not line:
-            continue
-        name_b, upstream, when_b = line.split(b"\0")
-        name, when = os.fsdecode(name_b), int(when_b or 0)
+    for name, upstream, when_text in rows:
+        when = int(when_text or 0)
         if upstream or name.startswith(namespace) or name in checked_out:
             continue
         if ctx.now - when > ctx.stale_after:
-            graves.append((name.removeprefix("refs/heads/"), when))
+            graves.append((name.removeprefix(HEADS), when))
     if not graves:
         return [Finding(Level.OK, "branches", "graveyard", "no abandoned branches")]
     graves.sort(key=lambda g: g[1])

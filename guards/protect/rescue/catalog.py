@@ -18,6 +18,7 @@ from guards.errors import UsageError
 from guards.git import NO_HOOKS
 from guards.git.objects import empty_tree
 from guards.git.quoting import unquote_path
+from guards.git.refs import for_each_ref
 from guards.git.repo import Repo
 from guards.protect.rescue.log import rescue_log_entries
 from guards.protect.rescue.naming import (
@@ -140,31 +141,23 @@ class Rescue:
 def read_rescues(ws: Workspace, pattern: str | None = None) -> list[Rescue]:
     """Every ref under the rescue namespace, with its trailers and log entry, newest
     rescue first (by when it was rescued: a kept stash entry's commit is older)."""
-    res = ws.repo.run(
-        [
-            "for-each-ref",
-            "--sort=-creatordate",
-            "--format=%(refname)%00%(objectname)%00%(creatordate:unix)%00%(contents)%00",
-            *([pattern] if pattern else namespace_patterns(ws)),
-        ]
+    rows = for_each_ref(
+        ws.repo.run,
+        ("refname", "objectname", "creatordate:unix", "contents"),
+        [pattern] if pattern else namespace_patterns(ws),
     )
-    fields = res.stdout.split(b"\0")
     log = rescue_log_entries(ws)
-    out = []
-    for i in range(0, len(fields) - 4, 4):
-        ref = fields[i].lstrip(b"\n").decode("utf-8", "surrogateescape")
-        created = float(fields[i + 2] or 0)
-        message = fields[i + 3].decode("utf-8", "surrogateescape")
-        out.append(
-            Rescue(
-                ref,
-                fields[i + 1].decode(),
-                created,
-                parse_trailers(message),
-                log.get(ref, {}),
-                repo=ws.repo,
-            )
+    out = [
+        Rescue(
+            ref,
+            commit,
+            float(created or 0),
+            parse_trailers(message),
+            log.get(ref, {}),
+            repo=ws.repo,
         )
+        for ref, commit, created, message in rows
+    ]
     out.sort(key=lambda r: (r.time, r.ref), reverse=True)
     return out
 

@@ -31,6 +31,7 @@ from guards import git
 from guards.git.entries import Entry, index_entries
 from guards.git.files import walk_files
 from guards.git.objects import GITLINK, TREE
+from guards.git.refs import for_each_ref
 from guards.git.repo import NotARepositoryError, Repo, discover
 from guards.output import show_path
 from guards.protect.rescue.result import OVERRIDE, RescueFailedError
@@ -238,11 +239,8 @@ def read_refs(repo: Repo) -> Refs:
     with own_environment():
         sym = repo.run(["symbolic-ref", "-q", "HEAD"], check=False)
         head_oid = repo.head()
-        res = repo.run(
-            [
-                "for-each-ref",
-                "--format=%(objectname) %(objecttype) %(*objectname) %(*objecttype) %(refname)",
-            ]
+        rows = for_each_ref(
+            repo.run, ("objectname", "objecttype", "*objectname", "*objecttype", "refname"), []
         )
         stash = repo.run(["rev-list", "--walk-reflogs", "refs/stash", "--"], check=False)
     head = sym.stdout.decode().strip() if sym.returncode == 0 else (head_oid or "unborn")
@@ -251,8 +249,7 @@ def read_refs(repo: Repo) -> Refs:
     refs: list[tuple[str, str]] = []
     commits: list[str] = [head_oid] if head_oid else []
     others: list[str] = []
-    for line in res.stdout.decode("utf-8", "surrogateescape").splitlines():
-        oid, kind, peeled, peeled_kind, name = line.split(" ", 4)
+    for oid, kind, peeled, peeled_kind, name in rows:
         refs.append((name, oid))
         if kind == "commit":
             commits.append(oid)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from guards import git
 from guards.git.entries import Entry, index_entries
 from guards.git.objects import GITLINK, TREE
+from guards.git.refs import for_each_ref
 from guards.protect.rescue.catalog import Rescue, read_rescues
 from guards.protect.rescue.push import PushOutcome
 from guards.protect.snapshot import disk_states, tree_entries
@@ -75,12 +76,10 @@ def _pushed(r: Rescue) -> bool:
 
 
 def _on_a_branch(ws: Workspace, commit: str) -> bool:
-    res = ws.repo.run(
-        ["for-each-ref", "--count=1", "--format=%(refname)", "--contains", commit,
-         "refs/heads", "refs/tags"],
-        check=False,
-    )  # fmt: skip
-    return res.returncode == 0 and bool(res.stdout.strip())
+    patterns = ["refs/heads", "refs/tags"]
+    return bool(
+        for_each_ref(ws.repo.run, ("refname",), patterns, count=1, contains=commit, check=False)
+    )
 
 
 def _paths_elsewhere(ws: Workspace, r: Rescue) -> tuple[str, ...]:
