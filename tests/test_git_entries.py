@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from guards.git.entries import Entry, index_entries, parse_raw_diff, tree_listing
+from guards.git.entries import (
+    PATHS_PER_CALL,
+    Entry,
+    index_entries,
+    index_entries_of,
+    parse_raw_diff,
+    tree_listing,
+)
 from guards.git.objects import GITLINK, REGULAR, zero_oid
 from guards.git.repo import discover
 from guards.integrations.githooks import staged_changes
@@ -74,3 +81,22 @@ def test_counting_a_status_agrees_with_parsing_it(tmp_path: Path) -> None:
     for data in (status, status + renamed, b""):
         assert count_porcelain_v2(data) == len(parse_porcelain_v2(data))
     assert count_porcelain_v2(status) == 5
+
+
+def test_index_entries_of_reads_paths_literally_in_chunks(tmp_path: Path) -> None:
+    many = {f"d/f{i}": f"{i}\n" for i in range(PATHS_PER_CALL + 3)}
+    repo = make_repo(tmp_path / "repo", {"*": "star\n", "a": "a\n", **many})
+    run = discover(str(repo)).run
+    calls: list[list[str]] = []
+
+    def counting(args: list[str], **kw: object) -> object:
+        calls.append(args)
+        return run(args, **kw)
+
+    paths = [*many, "missing"]
+    assert {e.path for e in index_entries_of(counting, paths)} == set(many)
+    assert len(calls) == 2
+    assert [e.path for e in index_entries_of(run, ["*"])] == ["*"]  # not a glob
+    assert [e.path for e in index_entries_of(run, ["d"])][:2] == ["d/f0", "d/f1"]
+    assert len(list(index_entries_of(run, None))) == len(many) + 2
+    assert list(index_entries_of(counting, [])) == [] and len(calls) == 2

@@ -18,7 +18,9 @@ from guards.values import Value
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
+
+    from guards.git.refs import Runner
 
 
 class Entry(Value):
@@ -63,6 +65,23 @@ def index_entries(data: bytes) -> Iterator[IndexEntry]:
         meta, _, raw = rec.partition(b"\t")
         mode, oid, stage = meta.decode("ascii").split(" ")
         yield IndexEntry(os.fsdecode(raw), Entry(mode, oid), int(stage))
+
+
+#: Paths named on one ``ls-files`` command line (a long list goes in several calls).
+PATHS_PER_CALL = 500
+
+
+def index_entries_of(run: Runner, paths: Sequence[str] | None) -> Iterator[IndexEntry]:
+    """The index's records (every stage) of ``paths``, each taken literally (a file, or
+    a directory and everything under it); None: the whole index. Asked in chunks of
+    :data:`PATHS_PER_CALL` paths."""
+    query = ["--literal-pathspecs", "ls-files", "-s", "-z"]
+    if paths is None:
+        yield from index_entries(run(query).stdout)
+        return
+    for start in range(0, len(paths), PATHS_PER_CALL):
+        chunk = paths[start : start + PATHS_PER_CALL]
+        yield from index_entries(run([*query, "--", *chunk]).stdout)
 
 
 def tree_listing(data: bytes) -> Iterator[tuple[str, Entry]]:

@@ -30,7 +30,7 @@ from guards import output
 from guards.config import parse_bool
 from guards.errors import ExitCode, UsageError
 from guards.git.dirty import DirtyPath, read_dirty
-from guards.git.entries import index_entries, parse_raw_diff
+from guards.git.entries import index_entries_of, parse_raw_diff
 from guards.git.history import commits_held_only_by
 from guards.git.objects import empty_tree, is_zero_oid, zero_oid
 from guards.git.repo import Repo
@@ -289,10 +289,8 @@ def _possibly_hidden(
     candidates = [p for p in records if p not in dirty]
     if not candidates:
         return []
-    args = ["--literal-pathspecs", "ls-files", "-s", "-z"]
-    if len(candidates) <= _MAX_ARGV_PATHS:
-        args += ["--", *candidates]
-    index = {item.path: item.entry.oid for item in index_entries(repo.run(args).stdout)}
+    named = candidates if len(candidates) <= _MAX_ARGV_PATHS else None
+    index = {item.path: item.entry.oid for item in index_entries_of(repo.run, named)}
     hidden = []
     for path in candidates:
         oid = index.get(path)

@@ -359,18 +359,15 @@ def _same_state(ws: Workspace, held: dict[str, tuple[str, str]]) -> set[str]:
 def _index_states(ws: Workspace, paths: list[str]) -> dict[str, State]:
     """Each path's stage-0 index entry (None: not in the index); conflicted paths are
     left out (they never count as held)."""
-    from guards.git.entries import index_entries
+    from guards.git.entries import index_entries_of
 
     out: dict[str, State] = dict.fromkeys(paths)
     conflicted = set()
-    for start in range(0, len(paths), 500):
-        chunk = paths[start : start + 500]
-        res = ws.repo.run(["--literal-pathspecs", "ls-files", "-s", "-z", "--", *chunk])
-        for item in index_entries(res.stdout):
-            if item.stage != 0:
-                conflicted.add(item.path)
-            elif item.path in out:
-                out[item.path] = item.entry
+    for item in index_entries_of(ws.repo.run, paths):
+        if item.stage != 0:
+            conflicted.add(item.path)
+        elif item.path in out:
+            out[item.path] = item.entry
     for p in conflicted:
         out.pop(p, None)
     return out

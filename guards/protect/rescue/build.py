@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection
 
 from guards import git
 from guards.errors import GuardsError
-from guards.git.entries import Entry, State
+from guards.git.entries import Entry, State, index_entries_of
 from guards.git.files import holds_repository
 from guards.git.objects import GITLINK, empty_tree
 from guards.output import Progress, listing, show_path
@@ -555,8 +555,8 @@ def _check_nested(ws: Workspace, repos: list[str]) -> None:
                 f"uncommitted files (a gitlink does not hold them); commit them inside it "
                 f"first; nothing was run (override: {OVERRIDE})"
             )
-        tracked = ws.repo.run(["--literal-pathspecs", "ls-files", "-s", "-z", "--", r]).stdout
-        if not tracked.startswith(GITLINK.encode()):
+        first = next(index_entries_of(ws.repo.run, [r]), None)
+        if first is None or first.entry.mode != GITLINK:
             raise RescueFailedError(
                 f"cannot rescue {show_path(r + '/')}: an untracked nested repository (its "
                 f"history lives in its own .git, which no commit here can hold); move it out "

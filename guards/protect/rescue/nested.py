@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from guards import git
-from guards.git.entries import Entry, index_entries
+from guards.git.entries import Entry, index_entries_of
 from guards.git.files import walk_files
 from guards.git.objects import GITLINK, TREE
 from guards.git.refs import for_each_ref
@@ -183,8 +183,9 @@ def _files_of(top: Path, root: str) -> tuple[list[str], list[str]]:
 def _classify(ws: Workspace, paths: list[str]) -> dict[str, _Root]:
     """Each directory holding a ``.git``: submodule or not, and its repository when git
     can read it there."""
-    res = ws.repo.run(["--literal-pathspecs", "ls-files", "-s", "-z", "--", *paths])
-    gitlinks = {item.path for item in index_entries(res.stdout) if item.entry.mode == GITLINK}
+    gitlinks = {
+        item.path for item in index_entries_of(ws.repo.run, paths) if item.entry.mode == GITLINK
+    }
     top = ws.repo.worktree
     out = {}
     for p in paths:

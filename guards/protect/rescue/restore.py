@@ -19,7 +19,7 @@ from pathlib import Path
 from guards import git, output
 from guards.errors import GuardsError, UsageError
 from guards.git import NO_HOOKS
-from guards.git.entries import Entry, State, index_entries, index_info_line, tree_listing
+from guards.git.entries import Entry, State, index_entries_of, index_info_line, tree_listing
 from guards.git.files import holds_repository
 from guards.git.objects import EXECUTABLE, GITLINK, SYMLINK, TREE
 from guards.git.quarantine import missing_objects, read_back
@@ -75,12 +75,9 @@ def _tree_states(ws: Workspace, treeish: str | None, paths: list[str]) -> dict[s
 def _index_states(ws: Workspace, paths: list[str]) -> dict[str, State]:
     out: dict[str, State] = dict.fromkeys(paths)
     wanted = set(paths)
-    for start in range(0, len(paths), 500):
-        chunk = paths[start : start + 500]
-        res = ws.repo.run(["--literal-pathspecs", "ls-files", "-s", "-z", "--", *chunk])
-        for item in index_entries(res.stdout):
-            if item.path in wanted and item.stage == 0:
-                out[item.path] = item.entry
+    for item in index_entries_of(ws.repo.run, paths):
+        if item.path in wanted and item.stage == 0:
+            out[item.path] = item.entry
     return out
 
 

@@ -23,7 +23,7 @@ import os
 from dataclasses import dataclass
 
 from guards import git
-from guards.git.entries import Entry, index_entries
+from guards.git.entries import Entry, index_entries_of
 from guards.git.objects import GITLINK, TREE
 from guards.git.refs import for_each_ref
 from guards.protect.rescue.catalog import Rescue, read_rescues
@@ -117,14 +117,11 @@ def _paths_elsewhere(ws: Workspace, r: Rescue) -> tuple[str, ...]:
 
 
 def _index_oids(ws: Workspace, paths: list[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for start in range(0, len(paths), 500):
-        chunk = paths[start : start + 500]
-        res = ws.repo.run(["--literal-pathspecs", "ls-files", "-s", "-z", "--", *chunk])
-        for item in index_entries(res.stdout):
-            if item.stage == 0:
-                out[item.path] = item.entry.oid
-    return out
+    return {
+        item.path: item.entry.oid
+        for item in index_entries_of(ws.repo.run, paths)
+        if item.stage == 0
+    }
 
 
 def _branch_versions(ws: Workspace, paths: list[str]) -> dict[str, set[str]]:
