@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from guards import git as guards_git
-from guards.git.repo import NotARepositoryError, discover
+from guards.git.repo import NotARepositoryError, config_bool, discover
 from tests.helpers import git, make_repo
 
 
@@ -140,3 +140,15 @@ def test_a_stopped_rebase_names_its_branch_and_old_tip(repo: Path, backend: str)
     assert discover(repo).operations_in_progress() == ["rebase"]
     assert rebase_file(git_dir, "head-name") == "refs/heads/topic"
     assert rebase_file(git_dir, "orig-head") == old_tip
+
+
+def test_boolean_settings_read_as_git_reads_them(repo: Path) -> None:
+    r = discover(repo)
+    assert r.filemode() and config_bool(r.run, "guards.test") is None
+    for value, expected in (("yes", True), ("off", False), ("maybe", None)):
+        git(repo, "config", "guards.test", value)
+        assert config_bool(r.run, "guards.test") is expected
+    git(repo, "config", "core.fileMode", "no")
+    assert not r.filemode()
+    git(repo, "config", "core.fileMode", "maybe")
+    assert r.filemode()  # not a boolean: git's default

@@ -13,6 +13,8 @@ TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from guards.git.refs import Runner
+
 _DISCOVERY_FLAGS = (
     "--is-bare-repository",
     "--is-inside-work-tree",
@@ -166,6 +168,11 @@ class Repo(Value):
             return None
         return RefName(os.fsdecode(git.strip_newline(res.stdout)))
 
+    def filemode(self) -> bool:
+        """Whether git keeps the executable bit in this repository (``core.fileMode``:
+        yes unless set false)."""
+        return config_bool(self.run, "core.filemode") is not False
+
     def hooks_dir(self) -> Path:
         """The hooks directory git reads for this repository (``core.hooksPath`` honoured)."""
         res = self.run(["rev-parse", "--path-format=absolute", "--git-path", "hooks"])
@@ -176,6 +183,13 @@ class Repo(Value):
         from guards.git.operations import in_progress
 
         return in_progress(self.git_dir_text)
+
+
+def config_bool(run: Runner, key: str) -> bool | None:
+    """A boolean setting as git reads it (``yes``, ``on``, ``1``...); None when it is
+    unset or not a boolean."""
+    res = run(["config", "-z", "--type=bool", "--get", key], check=False)
+    return {b"true\0": True, b"false\0": False}.get(res.stdout)
 
 
 def discover(cwd: str | os.PathLike[str] | None = None) -> Repo:

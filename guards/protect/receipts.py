@@ -336,8 +336,7 @@ def _same_state(ws: Workspace, held: dict[str, tuple[str, str]]) -> set[str]:
 
     repo = ws.repo
     paths = sorted(held)
-    res = repo.run(["config", "--type=bool", "--get", "core.filemode"], check=False)
-    disk = disk_states(repo, paths, res.stdout.strip() != b"false")
+    disk = disk_states(repo, paths, repo.filemode())
     index = _index_states(ws, paths)
     by_commit: dict[tuple[str, str], list[str]] = {}
     for p in paths:

@@ -19,6 +19,7 @@ from guards.git.entries import index_entries, parse_raw_diff
 from guards.git.files import walk_files
 from guards.git.objects import GITLINK, SYMLINK, ZERO_MODE, blob_oid, empty_tree
 from guards.git.quoting import c_unquote
+from guards.git.repo import config_bool
 from guards.predict.blast.radius import CannotTell, GitRefuses
 from guards.predict.options import GIT_WORDS, git_rejects, parse_options
 from guards.values import MutableValue
@@ -342,8 +343,7 @@ def recurses_submodules(ctx: Context, o: Options, state: State) -> bool:
         return False
     if o.given("recurse-submodules"):
         return o.has("recurse-submodules")
-    res = ctx.run(["config", "--type=bool", "--get", "submodule.recurse"], check=False)
-    return res.stdout.strip() == b"true"
+    return config_bool(ctx.run, "submodule.recurse") is True
 
 
 def command_options(ctx: Context, spec_name: str, args: Sequence[str]) -> Options:

@@ -124,10 +124,7 @@ def restore_paths(
             f"{r.ref} keeps a commit, not paths; restore it with: {restore_commands(r)[0]}"
         )
     paths = _select(ws, r, user_paths)
-    filemode = (
-        ws.repo.run(["config", "--type=bool", "--get", "core.filemode"], check=False).stdout.strip()
-        != b"false"
-    )
+    filemode = ws.repo.filemode()
     rescued = _tree_states(ws, r.commit, paths)
     head = _tree_states(ws, "HEAD" if ws.repo.head() else None, paths)
     disk = disk_states(ws.repo, paths, filemode)

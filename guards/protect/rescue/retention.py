@@ -92,10 +92,7 @@ def _paths_elsewhere(ws: Workspace, r: Rescue) -> tuple[str, ...]:
                     kept[p].append(state)
     if any(s.mode in (GITLINK, TREE) for states in kept.values() for s in states):
         return ()
-    filemode = (
-        ws.repo.run(["config", "--type=bool", "--get", "core.filemode"], check=False).stdout.strip()
-        != b"false"
-    )
+    filemode = ws.repo.filemode()
     disk = disk_states(ws.repo, paths, filemode) if ws.repo.toplevel else {}
     index = _index_oids(ws, paths) if ws.repo.toplevel else {}
     committed: dict[str, set[str]] | None = None

@@ -20,11 +20,6 @@ from guards.protect.snapshot import (
 from guards.state.workspace import Workspace
 
 
-def _filemode(ws: Workspace) -> bool:
-    res = ws.repo.run(["config", "--type=bool", "--get", "core.filemode"], check=False)
-    return res.stdout.strip() != b"false"
-
-
 def _verify_capture(
     ws: Workspace,
     cap: Capture,
@@ -108,7 +103,7 @@ def _differ_from_disk(
         same_kind = got.mode == want.mode
         if not same_kind and got.mode[:3] == want.mode[:3]:
             if filemode is None:
-                filemode = _filemode(ws)
+                filemode = ws.repo.filemode()
             same_kind = not filemode  # core.filemode=false: git keeps the index's bit
         if not same_kind:
             mismatched.append(p)
