@@ -863,3 +863,22 @@ def test_a_nested_repository_with_a_line_separator_in_a_branch_name_is_kept_whol
     restored = run_guards("rescue", "restore", kept[0], cwd=repo)
     assert restored.returncode == 0, restored.stdout + restored.stderr
     assert _repository_state(nested) == before
+
+
+@pytest.mark.parametrize("branch", ["tip\u0085", "caf\udce9"], ids=["NEL", "latin-1"])
+def test_a_nested_repository_keeps_a_branch_name_git_allows_as_its_head(
+    repo: Path, branch: str
+) -> None:
+    """The nested repository's HEAD was read with ``decode().strip()``: a branch name
+    that is not UTF-8 failed the rescue (exit 3), and one ending in U+0085 came back
+    without it. ``Repo.head_ref`` reads it as every other ref name."""
+    nested = _nested_repository(repo)
+    git(nested, "checkout", "-q", "-b", branch)
+    before = _repository_state(nested)
+    res = run_guards("run", "--", "clean", "-ffd", cwd=repo, env=BOB)
+    assert res.returncode == 0, res.stdout + res.stderr
+    kept = [r for r in rescue_refs(repo) if r.endswith("-repo-nested")]
+    assert len(kept) == 1, rescue_refs(repo)
+    restored = run_guards("rescue", "restore", kept[0], cwd=repo)
+    assert restored.returncode == 0, restored.stdout + restored.stderr
+    assert _repository_state(nested) == before

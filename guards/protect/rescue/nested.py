@@ -238,13 +238,13 @@ class Refs(Value):
 def read_refs(repo: Repo) -> Refs:
     """Everything that keeps ``repo``'s history: HEAD, refs, stash entries."""
     with own_environment():
-        sym = repo.run(["symbolic-ref", "-q", "HEAD"], check=False)
+        branch = repo.head_ref()
         head_oid = repo.head()
         rows = for_each_ref(
             repo.run, ("objectname", "objecttype", "*objectname", "*objecttype", "refname"), []
         )
         stash = repo.run(["rev-list", "--walk-reflogs", "refs/stash", "--"], check=False)
-    head = sym.stdout.decode().strip() if sym.returncode == 0 else (head_oid or "unborn")
+    head = branch or head_oid or "unborn"
     if head_oid is None:
         head = f"{head} (unborn)" if head.startswith("refs/") else "unborn"
     refs: list[tuple[str, str]] = []

@@ -243,7 +243,7 @@ def restore_repository(ws: Workspace, r: Rescue) -> RestoredRepository:
     if holds_repository(target):
         return RestoredRepository(r.repository, conflict=True)
     refs = [v.rsplit(" ", 1) for v in r.trailers.get("Repository-Ref", [])]
-    head = (r.one("Repository-Head") or "unborn").removesuffix(" (unborn)")
+    head = unquote_path((r.one("Repository-Head") or "unborn").removesuffix(" (unborn)"))
     scratch = "refs/guards/restoring"
     target.mkdir(parents=True, exist_ok=True)
     with own_environment():
