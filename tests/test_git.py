@@ -124,3 +124,24 @@ def test_an_unusable_git_ahead_is_left_to_the_query_asked_later(
     assert guards_git._AHEAD == []
     with pytest.raises(guards_git.GitNotFoundError, match="cannot run git"):
         guards_git.run(["status"], cwd=str(tmp_path))
+
+
+def test_symbolic_head_and_ancestry_are_three_valued_where_git_is(repo: Path) -> None:
+    """HEAD's branch (bytes git allows kept as os.fsdecode keeps them) or None when
+    detached; ancestry True / False, and None when git cannot tell (an unknown id), an
+    error only when asked to be strict."""
+    from guards.git.history import ancestry, symbolic_head
+    from guards.git.repo import discover
+
+    run = discover(repo).run
+    git(repo, "commit", "-q", "--allow-empty", "-m", "second")
+    git(repo, "checkout", "-q", "-b", os.fsdecode(b"caf\xe9"))
+    assert symbolic_head(run) == os.fsdecode(b"refs/heads/caf\xe9")
+    first, second = (git(repo, "rev-parse", r).strip() for r in ("HEAD~1", "HEAD"))
+    assert ancestry(run, first, second) is True
+    assert ancestry(run, second, first) is False
+    assert ancestry(run, "0" * 40, second) is None
+    with pytest.raises(guards_git.GitError):
+        ancestry(run, "0" * 40, second, strict=True)
+    git(repo, "checkout", "-q", "--detach")
+    assert symbolic_head(run) is None

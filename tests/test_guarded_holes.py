@@ -851,3 +851,17 @@ def test_filter_branch_in_a_bare_repository_is_left_to_git(
     res = run_way(way, ["filter-branch", "main"], repo / ".git", shim, env=env)
     assert res.returncode == 0, res.stderr
     assert b"fatal" not in res.stderr
+
+
+def test_a_branch_name_that_is_not_utf8_is_read_as_git_keeps_it(tmp_path: Path) -> None:
+    """git takes any bytes in a branch name: HEAD on `caf\\xe9` (Latin-1) is read with
+    os.fsdecode, never str.decode (the push predictor's own read of HEAD died on it:
+    exit 3, and git did not run)."""
+    repo = make_repo(tmp_path / "r", {"f": "x\n"})
+    name = os.fsdecode(b"caf\xe9")
+    git(repo, "checkout", "-q", "-b", name)
+    res = run_via("guards-run", ["push", ".", "HEAD:refs/heads/other"], repo)
+    assert res.returncode == 0, res.stderr
+    assert git(repo, "rev-parse", "other") == git(repo, "rev-parse", "HEAD")
+    res = run_via("guards-run", ["reset", "-q", "--hard", "HEAD"], repo)
+    assert res.returncode == 0 and res.stderr == b"", res.stderr

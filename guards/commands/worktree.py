@@ -162,9 +162,11 @@ def _rev(top: Path, rev: str) -> str | None:
 
 def _branch(top: Path) -> str | None:
     from guards import git
+    from guards.git.history import symbolic_head
+    from guards.git.names import branch_name
 
-    res = git.run(["symbolic-ref", "-q", "--short", "HEAD"], cwd=top, check=False)
-    return os.fsdecode(git.strip_newline(res.stdout)) or None if res.returncode == 0 else None
+    ref = symbolic_head(lambda args, **kw: git.run(args, cwd=top, **kw))
+    return branch_name(ref) if ref else None
 
 
 # -- list ----------------------------------------------------------------------------------------

@@ -44,6 +44,28 @@ def commits_held_only_by(
     return [ObjectId(o) for o in run(args, stdin=stdin).stdout.decode("ascii").split()]
 
 
+def symbolic_head(run: Runner) -> RefName | None:
+    """The full name of the branch HEAD is on (``refs/heads/...``, bytes git does not
+    require to be UTF-8 kept as ``os.fsdecode`` keeps them); None when detached, or
+    when HEAD is no symbolic ref at all."""
+    res = run(["symbolic-ref", "-q", "HEAD"], check=False)
+    name = res.stdout.removesuffix(b"\n")
+    return RefName(os.fsdecode(name)) if res.returncode == 0 and name else None
+
+
+def ancestry(run: Runner, ancestor: str, descendant: str, *, strict: bool = False) -> bool | None:
+    """Whether ``ancestor`` is an ancestor of (or is) ``descendant``; None when git
+    cannot tell (an unknown object, a broken repository), which each caller judges for
+    itself; ``strict``: that is an error (:class:`guards.git.GitError`, git's words)."""
+    args = ["merge-base", "--is-ancestor", ancestor, descendant]
+    res = run(args, check=False)
+    if res.returncode not in (0, 1) and strict:
+        from guards.git import GitError
+
+        raise GitError(args, res.returncode, res.stderr)
+    return {0: True, 1: False}.get(res.returncode)
+
+
 def default_branch(run: Runner) -> RefName | None:
     """The full name of the branch work is merged into: ``origin/HEAD``'s target when
     the clone knows it, else a local ``main`` or ``master``; None when there is none."""

@@ -59,10 +59,10 @@ def changed_paths(repo: Repo, old: str, new: str) -> list[str]:
 
 
 def is_ancestor(repo: Repo, ancestor: str, commit: str) -> bool:
-    res = repo.run(["merge-base", "--is-ancestor", ancestor, commit], check=False)
-    if res.returncode not in (0, 1):
-        raise git.GitError(["merge-base", "--is-ancestor"], res.returncode, res.stderr)
-    return res.returncode == 0
+    """:func:`guards.git.history.ancestry`, where git failing is an error."""
+    from guards.git.history import ancestry
+
+    return bool(ancestry(repo.run, ancestor, commit, strict=True))
 
 
 def rev(repo: Repo, name: str) -> ObjectId | None:

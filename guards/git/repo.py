@@ -163,10 +163,9 @@ class Repo(Value):
 
     def head_ref(self) -> RefName | None:
         """The branch HEAD points at (``refs/heads/...``), or None when detached."""
-        res = self.run(["symbolic-ref", "-q", "HEAD"], check=False)
-        if res.returncode != 0:
-            return None
-        return RefName(os.fsdecode(git.strip_newline(res.stdout)))
+        from guards.git.history import symbolic_head
+
+        return symbolic_head(self.run)
 
     def filemode(self) -> bool:
         """Whether git keeps the executable bit in this repository (``core.fileMode``:

@@ -13,6 +13,7 @@ import posixpath
 from guards import git
 from guards.git import operations
 from guards.git.entries import index_entries
+from guards.git.history import ancestry, symbolic_head
 from guards.git.objects import GITLINK
 from guards.predict.blast.radius import BlastRadius, GitRefuses, LossKind, everything
 from guards.predict.blast.rules import (
@@ -87,7 +88,7 @@ def worktree_remove(cmd: GitCommand) -> BlastRadius:
         losses.add(p, LossKind.IGNORED)
     commits: list[tuple[str, str]] = []
     head = ctx.head()
-    detached = ctx.run(["symbolic-ref", "-q", "HEAD"], check=False).returncode != 0
+    detached = symbolic_head(ctx.run) is None
     if head and detached and unreachable_from(ctx, head, [], exclude=()):
         commits.append((head, f"HEAD of {ctx.toplevel}"))
     return losses.radius(ctx, commits=commits)
@@ -227,8 +228,8 @@ def _rebase_checkout(ctx: Context, o: Options) -> BlastRadius:
     if any(not e.hidden and not e.gitlink for e in state.entries.values()):
         return BlastRadius(worktree=ctx.toplevel, losses=[])  # "cannot rebase: ..."
     forced = o.has("force-rebase") or o.has("interactive") or o.given("exec")
-    based = ctx.run(["merge-base", "--is-ancestor", onto_oid, branch], check=False)
-    if based.returncode == 0 and not forced and not o.value("onto"):
+    based = ancestry(ctx.run, onto_oid, branch)
+    if based is True and not forced and not o.value("onto"):
         up_to_date = ctx.run(["merge-base", onto_oid, branch]).stdout.decode().strip()
         if up_to_date == onto_oid:
             return BlastRadius(worktree=ctx.toplevel, losses=[])  # "is up to date"

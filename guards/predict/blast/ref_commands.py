@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from guards import git
+from guards.git.history import symbolic_head
 from guards.git.names import HEADS, BranchName, RefName, branch_name, branch_ref
 from guards.git.refs import for_each_ref
 from guards.git.worktrees import LIST_ARGS, parse_worktree_list
@@ -129,7 +130,7 @@ def _push(ctx: Context, args: list[str]) -> BlastRadius:
     words = [*o.positionals, *(o.after_dashdash or [])]
     if o.has("dry-run") or not words or not _is_here(ctx, words[0]):
         return BlastRadius(worktree=ctx.toplevel, losses=[])
-    current = ctx.run(["symbolic-ref", "-q", "HEAD"], check=False).stdout.decode().strip()
+    current = symbolic_head(ctx.run) or ""
     force = o.has("force") or o.given("force-with-lease")
     updates: list[tuple[str, str | None]] = []
     for spec in words[1:]:

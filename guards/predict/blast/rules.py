@@ -7,7 +7,8 @@ Notation and rules: docs/blast-radius.md ("Notation", "The predictors").
 from __future__ import annotations
 
 from guards.git import operations
-from guards.git.history import commits_held_only_by
+from guards.git.history import commits_held_only_by, symbolic_head
+from guards.git.names import branch_name
 from guards.git.objects import GITLINK
 from guards.predict.blast.radius import BlastRadius, Loss, LossKind
 from guards.predict.blast.state import Target
@@ -372,11 +373,10 @@ def head_move_loss(ctx: Context, new_tip: str | None) -> list[tuple[str, str]]:
     old = ctx.head()
     if old is None or old == new_tip:
         return []
-    res = ctx.run(["symbolic-ref", "-q", "HEAD"], check=False)
-    ref = res.stdout.decode("utf-8", "surrogateescape").strip()
-    exclude = (ref,) if res.returncode == 0 and ref else ()
+    ref = symbolic_head(ctx.run)
+    exclude = (ref,) if ref else ()
     if unreachable_from(ctx, old, [new_tip] if new_tip else [], exclude):
-        name = ref.removeprefix("refs/heads/") if exclude else "HEAD"
+        name = branch_name(ref) if ref else "HEAD"
         return [(old, f"{name} before the reset")]
     return []
 

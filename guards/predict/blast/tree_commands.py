@@ -12,6 +12,7 @@ import posixpath
 
 from guards import git
 from guards.errors import UnknownStateError
+from guards.git.history import symbolic_head
 from guards.git.objects import empty_tree
 from guards.git.quoting import parse_clean_output
 from guards.predict.blast.radius import BlastRadius, CannotTell, GitRefuses, LossKind, everything
@@ -121,7 +122,7 @@ def _reset(ctx: Context, args: list[str]) -> BlastRadius:
 
 def _head_is_broken(ctx: Context) -> bool:
     """HEAD names no commit and is no unborn branch either (the zero id, say)."""
-    return ctx.run(["symbolic-ref", "-q", "HEAD"], check=False).returncode != 0
+    return symbolic_head(ctx.run) is None
 
 
 def _refused(o: Options, state: State, target: Target) -> bool:
