@@ -27,6 +27,10 @@ _ESCAPES = re.compile(
     rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b."
 )
 CTRL_C = b"\x03"
+#: Variables by which a CLI tells it runs under CI (the `is-ci` convention): a person's
+#: terminal has none, and Factory Droid 0.225's interactive UI draws nothing with CI=true
+#: (as `.ci/run` runs the suite).
+CI_VARIABLES = ("CI", "CONTINUOUS_INTEGRATION", "BUILD_NUMBER", "RUN_ID", "GITHUB_ACTIONS")
 
 
 class Terminal:
@@ -41,7 +45,10 @@ class Terminal:
         self.proc = subprocess.Popen(
             args,
             cwd=cwd,
-            env={**env, "TERM": "xterm-256color"},
+            env={
+                **{k: v for k, v in env.items() if k not in CI_VARIABLES},
+                "TERM": "xterm-256color",
+            },
             stdin=follower,
             stdout=follower,
             stderr=follower,
