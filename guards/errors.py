@@ -133,7 +133,7 @@ def boundary(
     except GuardsError as e:
         if answer is not None:
             return _answered(answer, fail_open, e)
-        if fail_open:
+        if _opens(fail_open):
             _say(f"{what}: {first_line(e)}" if what else first_line(e))
             return ExitCode.OK
         code = int(e.exit_code)
@@ -147,11 +147,16 @@ def boundary(
     except Exception as e:  # a bug: one line for the user, the traceback in a log
         if answer is not None:
             return _answered(answer, fail_open, e)
-        if fail_open:
+        if _opens(fail_open):
             _say(f"{what}: internal error ({type(e).__name__}: {first_line(e)})")
             return ExitCode.OK
         sys.stdout.flush()
         return report_internal_error(e, hint=hint)
+
+
+def _opens(fail_open: bool | Callable[[], bool]) -> bool:
+    """Whether the boundary fails open: ``fail_open`` itself, or its answer, asked now."""
+    return fail_open() if callable(fail_open) else fail_open
 
 
 def _answered(
@@ -160,7 +165,7 @@ def _answered(
     line = first_line(e)
     if not isinstance(e, GuardsError):  # a bug: logged like every other
         line = f"internal error ({type(e).__name__}: {line}); {log_internal_error(e)}"
-    return answer(fail_open() if callable(fail_open) else fail_open, line)
+    return answer(_opens(fail_open), line)
 
 
 def _say(message: str) -> None:

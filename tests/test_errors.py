@@ -75,3 +75,13 @@ def test_a_caller_may_answer_errors_its_own_way_and_decide_late_whether_to_fail_
     assert asked[0] == (True, "bad")
     assert asked[2][1].startswith("internal error (ZeroDivisionError: oops); details in ")
     assert capsys.readouterr().err == ""
+
+
+def test_a_late_fail_open_is_asked_without_an_answer_too(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``fail_open`` as a function is its answer, not a true value, also when the
+    boundary says the error itself."""
+    assert boundary(fails(UsageError("bad")), fail_open=lambda: False) == ExitCode.USAGE
+    assert boundary(fails(UsageError("bad")), fail_open=lambda: True, what="x") == ExitCode.OK
+    assert capsys.readouterr().err.splitlines()[-1].endswith("x: bad")
