@@ -33,9 +33,10 @@ marker is keyed by the session, a digest of the command and its directory, and t
 time it started; the line's end takes the oldest marker of that key (a queue per
 identical command: the earliest start is the safe threshold). It shows the model no
 context from BeforeTool, so a rescue is told after the line ran (AfterTool). It puts no
-session id in its shell commands' environment: they stay unidentified (the hook itself
-acts as the session, and leaves its receipt under a key of the line's own for the
-unidentified shim inside the line). Codex shows a PreToolUse context between the tool
+session id in its shell commands' environment: its SessionStart registers the gemini
+process, and a command below it is the session (guards.state.identity; Linux), else
+unidentified. The hook leaves its receipt under a key of the line's own, which the shim
+inside the line finds either way. Codex shows a PreToolUse context between the tool
 call and its output.
 
 GitHub Copilot CLI's payloads name no event (the installed command does: ``preToolUse``,
@@ -413,7 +414,8 @@ def _leave_receipts(
     marker = _marker_key(event)
     if key is None and harness in ("copilot", "droid", "gemini") and marker is not None:
         # No id: a key of this line's own. Copilot's and Droid's shell commands show the
-        # session; Gemini's show none, and its shim, unidentified, takes any receipt.
+        # session, Gemini's are known by its process (else unidentified, which takes any
+        # receipt).
         import time
 
         key = f"{marker[0]}.{time.time_ns()}-{os.getpid()}"
