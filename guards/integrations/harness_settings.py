@@ -410,8 +410,8 @@ def uncovered_events(harness: str, doc: dict[str, Any]) -> list[str]:
 
 
 #: Seconds below which a timeout of ours is too short for a guard to finish: the harness
-#: gives up on the hook and, for most harnesses, runs the tool unguarded (Gemini's
-#: ``hooks migrate --from-claude`` turns Claude's 60 s into 60 ms).
+#: gives up on the hook and runs the tool without waiting for it (seen with Gemini CLI
+#: 0.61, whose ``hooks migrate --from-claude`` turns Claude's 60 s into 60 ms).
 MIN_TIMEOUT = 10
 
 
