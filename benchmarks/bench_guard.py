@@ -34,6 +34,7 @@ from benchmarks.common import (
     report,
     run_cmd,
     timeit,
+    timeit_in_rotation,
 )
 from guards.integrations.installation import SHIM_MARKER_FILE, shim_text
 
@@ -161,13 +162,17 @@ def foreign_at_risk(repo: Path, names: list[str], dirty: int, repeat: int) -> No
         run("update-ref", f"refs/bench/{counter[0]}-{time.monotonic_ns()}", commit, "", env=e)
         run("reset", "-q", "--hard", env=e)
 
-    baseline = timeit(plumbing, repeat, setup=make_foreign_work)
     guarded_run = run_cmd(
         guards_cmd("run", "--", "reset", "-q", "--hard"),
         repo,
         {"GUARDS_SESSION": "bob", "GUARDS_QUIET": "1"},
     )
-    guarded = timeit(guarded_run, repeat, setup=make_foreign_work)
+    # In turn: each run leaves objects behind (loose for the plumbing, packed for guards),
+    # which then weigh on the runs after it, whichever contender they are.
+    times = timeit_in_rotation(
+        {"plumbing": plumbing, "guarded": guarded_run}, repeat, setup=make_foreign_work
+    )
+    baseline, guarded = times["plumbing"], times["guarded"]
     report(
         f"(c) reset --hard with {len(chosen)} foreign dirty files in {len(names)} files",
         [

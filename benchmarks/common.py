@@ -91,6 +91,24 @@ def timeit(
     return statistics.median(samples)
 
 
+def timeit_in_rotation(
+    fns: dict[str, Callable[[], object]], repeat: int, setup: Callable[[], object] | None = None
+) -> dict[str, float]:
+    """Median wall time of each of ``fns``, run in turn ``repeat`` times (after one warm-up
+    round), ``setup`` untimed before each run: whatever the runs leave behind (loose
+    objects, a warmer cache) weighs on each contender alike."""
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for round_ in range(repeat + 1):
+        for name, fn in fns.items():
+            if setup:
+                setup()
+            start = time.perf_counter()
+            fn()
+            if round_:
+                samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
 def run_cmd(
     args: Sequence[str], cwd: Path, extra_env: dict[str, str] | None = None
 ) -> Callable[[], None]:
