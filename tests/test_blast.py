@@ -413,6 +413,18 @@ def test_autostash_moves_every_local_change(tmp_path: Path, factory: Path, argv:
     assert "staged_mod.txt" in radius.paths
 
 
+def _diverge(top: Path, path: str, branch: str) -> None:
+    """``branch`` (from main) and main each change ``path`` in a commit of their own (to
+    ``"<branch>\\n"`` and ``"main\\n"``); main stays checked out: a merge or rebase of
+    ``branch`` then stops on a conflict in ``path``."""
+    git(top, "checkout", "-q", "-b", branch)
+    write(top, path, f"{branch}\n")
+    git(top, "commit", "-q", "-am", branch)
+    git(top, "checkout", "-q", "main")
+    write(top, path, "main\n")
+    git(top, "commit", "-q", "-am", "main")
+
+
 def test_the_predictor_reads_status_with_the_one_porcelain_v2_reader(
     tmp_path: Path, factory: Path
 ) -> None:
@@ -422,12 +434,7 @@ def test_the_predictor_reads_status_with_the_one_porcelain_v2_reader(
     from guards.git.repo import discover
 
     conflicted = make_repo(tmp_path / "c", {"a": "base\n"})
-    git(conflicted, "checkout", "-q", "-b", "theirs")
-    write(conflicted, "a", "theirs\n")
-    git(conflicted, "commit", "-q", "-am", "theirs")
-    git(conflicted, "checkout", "-q", "main")
-    write(conflicted, "a", "ours\n")
-    git(conflicted, "commit", "-q", "-am", "ours")
+    _diverge(conflicted, "a", "theirs")
     git(conflicted, "merge", "-q", "theirs", check=False)
     for top in (_repo(tmp_path, factory, FULL), conflicted):
         state = blast.read_state(_ctx(top), hash_work=False)
@@ -530,12 +537,7 @@ def test_prediction_never_touches_the_index(tmp_path: Path, factory: Path) -> No
 
 def test_rebase_abort_resets_to_the_original_branch(tmp_path: Path) -> None:
     top = make_repo(tmp_path / "r", {"f.txt": "base\n", "g.txt": "g base\n"})
-    git(top, "checkout", "-q", "-b", "side")
-    write(top, "f.txt", "side\n")
-    git(top, "commit", "-q", "-am", "side")
-    git(top, "checkout", "-q", "main")
-    write(top, "f.txt", "main\n")
-    git(top, "commit", "-q", "-am", "main")
+    _diverge(top, "f.txt", "side")
     git(top, "rebase", "side", check=False)
     write(top, "f.txt", "resolution in progress\n")
     write(top, "new.txt", "new during rebase\n")
