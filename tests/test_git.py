@@ -145,3 +145,21 @@ def test_symbolic_head_and_ancestry_are_three_valued_where_git_is(repo: Path) ->
         ancestry(run, "0" * 40, second, strict=True)
     git(repo, "checkout", "-q", "--detach")
     assert symbolic_head(run) is None
+
+
+def _environment_git_sees(repo: Path, *, stdin: bytes | None = None) -> dict[str, str]:
+    res = guards_git.run(["-c", "alias.show-env=!env -0", "show-env"], cwd=repo, stdin=stdin)
+    pairs = (item.split(b"=", 1) for item in res.stdout.split(b"\0") if b"=" in item)
+    return {k.decode(): v.decode() for k, v in pairs}
+
+
+def test_guards_own_git_calls_keep_freed_heap_unless_the_user_says_otherwise(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # zlib's ~256 KiB per deflated object would otherwise go back to the kernel and come
+    # again for the next one: most of what writing a rescue's objects cost (glibc).
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    for stdin in (None, b"input"):  # posix_spawn, and subprocess when input is fed
+        assert _environment_git_sees(repo, stdin=stdin)["MALLOC_TRIM_THRESHOLD_"] == str(4 << 20)
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "131072")
+    assert _environment_git_sees(repo)["MALLOC_TRIM_THRESHOLD_"] == "131072"
