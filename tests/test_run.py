@@ -325,6 +325,22 @@ def test_an_index_entry_whose_blob_is_missing_does_not_block_reset(repo: Path) -
     assert any(content_at(repo, r, "README") == "unknown work\n" for r in rescue_refs(repo))
 
 
+def test_a_staged_file_whose_blob_is_lost_is_rescued_from_disk(repo: Path) -> None:
+    # The index (stat-clean) names a blob the object store lost: git keeps that entry
+    # when it hashes the file, so the rescue holds it only once it is read back from
+    # disk and checked (write-tree no longer looks up every entry's object).
+    (repo / "README").write_text("staged work, its blob lost\n")
+    git(repo, "add", "README")
+    oid = git(repo, "rev-parse", ":README").strip()
+    (repo / ".git" / "objects" / oid[:2] / oid[2:]).unlink()
+    res = run_via("guards-run", ["reset", "--hard"], repo, env=BOB)
+    assert res.returncode == 0, res.stderr
+    assert any(
+        content_at(repo, r, "README") == "staged work, its blob lost\n" for r in rescue_refs(repo)
+    )
+    assert (repo / "README").read_text() != "staged work, its blob lost\n"
+
+
 @pytest.fixture
 def with_submodule(repo: Path, tmp_path: Path) -> Path:
     from tests.helpers import make_repo
