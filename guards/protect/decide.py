@@ -45,12 +45,21 @@ class Policy:
 
 
 class AtRisk(Value):
-    __slots__ = ("owner", "ownership", "path")
+    __slots__ = ("looked", "owner", "ownership", "path")
 
-    def __init__(self, path: str, owner: str | None, ownership: str) -> None:
+    def __init__(
+        self,
+        path: str,
+        owner: str | None,
+        ownership: str,
+        looked: tuple[int, int, int, int] | None = None,
+    ) -> None:
         self.path = path
         self.owner = owner
         self.ownership = ownership
+        #: (mode, size, mtime_ns, inode) of the ``lstat`` it was judged by; None: none
+        #: was kept (absent or unreadable then, or judged without one)
+        self.looked = looked
 
 
 def describe(cmd: GitCommand) -> str:
@@ -77,17 +86,20 @@ def classify_radius(
     if problem is not None:
         output.warn(f"{problem}; treating every owner as unknown")
     paths = radius_paths(ws, radius)
+    now: dict[str, tuple[int, int, int, int] | None] = {}
     if seen is not None:
-        from guards.protect.receipts import signatures
+        from guards.protect.receipts import signatures, stat_key
 
-        seen.update(signatures(ws, paths))
+        taken = signatures(ws, paths)
+        seen.update(taken)
+        now = {p: stat_key(taken.get(p)) for p in paths}  # judged by the same lstat
     records: Mapping[str, Any] = data.paths.get(ws.repo.worktree_key, {}) if data else {}
     top = ws.repo.worktree_key + os.sep  # text: no Path object per path (nor pathlib)
     fmt = ws.repo.object_format
     at_risk = []
     for path in paths:
-        owner = classify(records.get(path), top + path, ws.caller, fmt)
-        at_risk.append(AtRisk(path, owner.session, owner.ownership))
+        owner = classify(records.get(path), top + path, ws.caller, fmt, now.get(path))
+        at_risk.append(AtRisk(path, owner.session, owner.ownership, now.get(path)))
     mine = [a.path for a in at_risk if a.ownership == Ownership.MINE]
     if not radius.everything:
         staged = {loss.path for loss in radius.losses if LossKind.STAGED in loss.kinds}
@@ -95,7 +107,8 @@ def classify_radius(
     unproven = staged_not_proven(ws, mine, records)
     if unproven:
         at_risk = [
-            AtRisk(a.path, None, Ownership.UNKNOWN) if a.path in unproven else a for a in at_risk
+            AtRisk(a.path, None, Ownership.UNKNOWN, a.looked) if a.path in unproven else a
+            for a in at_risk
         ]
     return at_risk
 
@@ -139,10 +152,19 @@ def without_special_files(
     forever): they leave the list unless the index holds a staged version of the path.
     Returns the rest, and (path, kind) for each one left out."""
     from guards.git.entries import parse_raw_diff
-    from guards.git.files import special_kind
+    from guards.git.files import special_kind, special_mode_kind
 
     top = ws.repo.worktree_key + os.sep
-    kinds = {a.path: kind for a in at_risk if (kind := special_kind(top + a.path)) is not None}
+    kinds = {
+        a.path: kind
+        for a in at_risk
+        if (
+            kind := special_mode_kind(a.looked[0])
+            if a.looked is not None
+            else special_kind(top + a.path)
+        )
+        is not None
+    }
     if not kinds:
         return at_risk, []
     args = ["--literal-pathspecs", "diff-index", "--cached", "-z", "--no-renames"]

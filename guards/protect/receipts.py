@@ -257,6 +257,17 @@ def _rescues_write(ws: Workspace) -> frozenset[str]:
     return frozenset({"objects", namespace, f"logs/{namespace}", LEDGER_DIR})
 
 
+def stat_key(signature: object) -> tuple[int, int, int, int] | None:
+    """The (mode, size, mtime_ns, inode) of the ``lstat`` a :func:`signatures` entry was
+    taken from, for judging the path without another one; None when there was none
+    (absent or unreadable: the judge looks for itself, and tells the two apart)."""
+    if not isinstance(signature, tuple) or not signature:
+        return None
+    entry = signature[0] if isinstance(signature[0], tuple) else signature  # a directory
+    mode, size, mtime_ns, _ctime_ns, inode = entry
+    return (mode, size, mtime_ns, inode)
+
+
 def _signature(path: str, own: frozenset[str] = frozenset()) -> object:
     """(mode, size, mtime, ctime, inode) of ``path``, None when absent; a directory
     (a nested repository, a submodule) with every entry under it but what ``own``

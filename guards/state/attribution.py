@@ -67,8 +67,10 @@ def classify(
     path: str | os.PathLike[str],
     caller: str | None,
     object_format: str = "sha1",
+    now: tuple[int, int, int, int] | None = None,
 ) -> Owner:
-    """The owner of the dirty path at absolute ``path`` for ``caller``."""
+    """The owner of the dirty path at absolute ``path`` for ``caller``; ``now``: its
+    (mode, size, mtime_ns, inode) when the caller took its ``lstat`` already."""
     if record is None:
         return UNKNOWN_OWNER
     try:
@@ -76,11 +78,11 @@ def classify(
         fp = record["fingerprint"]
         recorded = float(record["recorded"])
         if fp.get("deleted"):
-            matches = _matches(True, 0, 0, 0, 0, None, path, object_format)
+            matches = _matches(True, 0, 0, 0, 0, None, path, object_format, now)
         else:
             matches = _matches(
                 False, int(fp["size"]), int(fp["mtime_ns"]), int(fp["mode"]), int(fp["inode"]),
-                fp.get("blob"), path, object_format,
+                fp.get("blob"), path, object_format, now,
             )  # fmt: skip
     except (KeyError, TypeError, ValueError, AttributeError):
         return UNKNOWN_OWNER  # a damaged record proves nothing

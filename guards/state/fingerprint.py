@@ -116,15 +116,20 @@ def _matches(
     blob: str | None,
     path: str | os.PathLike[str],
     object_format: str,
+    now: tuple[int, int, int, int] | None = None,
 ) -> bool:
+    """``now``: the path's (mode, size, mtime_ns, inode) from an ``lstat`` the caller
+    took already (one per path per look); None: taken here."""
     # Plain values, not dataclasses: this runs once per dirty path on every status/frame.
-    try:
-        st = os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return deleted
-    if deleted or st.st_mode != mode or st.st_size != size:
+    if now is None:
+        try:
+            st = os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return deleted
+        now = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino)
+    if deleted or now[0] != mode or now[1] != size:
         return False
-    if st.st_mtime_ns == mtime_ns and st.st_ino == inode:
+    if now[2] == mtime_ns and now[3] == inode:
         return True
     if blob is None:
         return False
