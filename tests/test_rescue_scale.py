@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from guards.protect.rescue import AtRiskPath, rescue_paths
 from guards.protect.rescue.catalog import resolve
 from guards.protect.rescue.naming import MAX_MESSAGE
 from guards.protect.rescue.restore import restore_paths
 from guards.state.workspace import Workspace
-from tests.helpers import git, observe
+from tests.helpers import git, observe, record
 
 FILES = 2000
 
@@ -127,3 +130,40 @@ def test_a_rescue_of_99_files_stays_under_100_loose_objects(repo: Path) -> None:
     )
     assert loose_objects(repo) - before <= 100
     assert git(repo, "show", f"{result.ref}:new/f42.txt") == "new new/f42.txt\n"
+
+
+def test_a_guarded_reset_looks_at_each_file_in_reach_once_per_look(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 100,000 files in reach cost 0.1 s per pass of lstat: the judge's look serves the
+    # owner, the special-file check, the caps and the snapshot's sorting; the rescue
+    # reads each file once more (its content), and the look before git once more.
+    import os
+
+    from guards.predict import cmdline
+    from guards.protect.guard import guard_command
+
+    tracked = big_dirty_repo(repo)[: FILES // 2]
+    record(repo, "alice", *tracked)
+    top = os.fspath(repo) + os.sep
+    counts: dict[str, int] = {}
+    real_lstat = os.lstat
+
+    def counting_lstat(path: Any, *args: Any, **kw: Any) -> os.stat_result:
+        name = os.fsdecode(path)
+        if name.startswith(top):
+            counts[name[len(top) :]] = counts.get(name[len(top) :], 0) + 1
+        return real_lstat(path, *args, **kw)
+
+    monkeypatch.setenv("GUARDS_SESSION", "bob")
+    monkeypatch.chdir(repo)
+    cmd = cmdline.parse(["reset", "-q", "--hard"], dict(os.environ), os.fspath(repo))
+    monkeypatch.setattr(os, "lstat", counting_lstat)
+    (result,) = guard_command(cmd)
+    monkeypatch.setattr(os, "lstat", real_lstat)
+    assert result.owner == "alice"
+    assert git(repo, "show", f"{result.ref}:d3/e3/t3.txt") == "edited d3/e3/t3.txt\n"
+    # The judge's look (its signature), the rescue's read, the snapshot's check for
+    # files gone, the look before git. (The staged file is looked at twice more.)
+    looks = {p: counts.get(p, 0) for p in tracked if p != "d0/e0/t0.txt"}
+    assert max(looks.values()) <= 4, sorted(set(looks.values()))

@@ -412,7 +412,10 @@ def _rescue(
     results: list[RescueResult] = []
     if at_risk:
         results += rescue_paths(
-            ws, [AtRiskPath(a.path, a.owner) for a in at_risk], command=label, progress=report
+            ws,
+            [AtRiskPath(a.path, a.owner, a.looked) for a in at_risk],
+            command=label,
+            progress=report,
         )
     if commits:
         results += rescue_commits(ws, [(oid, name, None) for oid, name in commits], command=label)

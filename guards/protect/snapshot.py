@@ -33,7 +33,7 @@ from guards.git.entries import (
     parse_raw_diff,
     tree_listing,
 )
-from guards.git.files import holds_repository, is_regular_file, special_kind, walk_files
+from guards.git.files import holds_repository, is_regular_file, special_mode_kind, walk_files
 from guards.git.objects import (
     GITLINK,
     SYMLINK,
@@ -100,11 +100,34 @@ DIRECTORY = "directory"
 SPECIAL = "special"
 
 
-def expand_paths(top: Path, paths: Iterable[str]) -> tuple[list[str], list[str]]:
+#: path -> (mode, size, mtime_ns, inode) of the ``lstat`` a rescue took of it already:
+#: one per path per look (100,000 paths: 0.1 s each time), not one per step.
+Looks = dict[str, tuple[int, int, int, int]]
+
+
+def look(base: str, path: str, looks: Looks | None) -> tuple[int, int, int, int] | None:
+    """``path``'s entry in ``looks``, else its ``lstat`` now (kept there); None when it
+    cannot be looked at (absent, unreadable)."""
+    if looks is not None and path in looks:
+        return looks[path]
+    try:
+        st = os.lstat(base + path)
+    except OSError:
+        return None
+    found = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino)
+    if looks is not None:
+        looks[path] = found
+    return found
+
+
+def expand_paths(
+    top: Path, paths: Iterable[str], looks: Looks | None = None
+) -> tuple[list[str], list[str]]:
     """Normalize the listed paths; a plain directory stands for every file under it.
 
     Returns (paths, repositories): directories holding a ``.git`` are nested
     repositories or submodules, kept as one path each for the caller to judge.
+    ``looks``: what was seen of the paths already (see :func:`look`).
     """
     seen: set[str] = set()
     out: list[str] = []
@@ -120,12 +143,11 @@ def expand_paths(top: Path, paths: Iterable[str]) -> tuple[list[str], list[str]]
         p = raw.rstrip("/")
         if not p:
             continue
-        try:
-            st = os.lstat(base + p)
-        except OSError:
+        now = look(base, p, looks)
+        if now is None:
             add(p)  # deleted (or unreadable: the snapshot will say so)
             continue
-        if not stat.S_ISDIR(st.st_mode):
+        if not stat.S_ISDIR(now[0]):
             add(p)
             continue
         if holds_repository(top / p):
@@ -198,13 +220,14 @@ class Capture:
         paths: list[str],
         on_hashed: Callable[[Capture], object] | None = None,
         before_hashing: Callable[[], object] | None = None,
+        looks: Looks | None = None,
     ) -> Capture:
         """Hash ``paths`` into a private index; ``on_hashed`` runs once their blobs exist.
         ``before_hashing`` runs (waits) right before git hashes the files: blobs already
-        in the store by then are not written again."""
+        in the store by then are not written again. ``looks``: see :func:`look`."""
         cap = cls(repo=repo, paths=list(dict.fromkeys(paths)))
         try:
-            cap._take(on_hashed, before_hashing)
+            cap._take(on_hashed, before_hashing, looks)
         except BaseException:
             cap.close()
             raise
@@ -214,6 +237,7 @@ class Capture:
         self,
         on_hashed: Callable[[Capture], object] | None,
         before_hashing: Callable[[], object] | None = None,
+        looks: Looks | None = None,
     ) -> None:
         repo = self.repo
         self._tmp = Path(tempfile.mkdtemp(prefix="guards-snapshot-"))
@@ -261,7 +285,11 @@ class Capture:
         # FIFOs, sockets and devices are never opened (git refuses them anyway): their
         # index entry stays as it is.
         top = os.fspath(repo.worktree) + os.sep
-        self.special = [p for p in self.paths if special_kind(top + p) is not None]
+        self.special = [
+            p
+            for p in self.paths
+            if (seen := look(top, p, looks)) is not None and special_mode_kind(seen[0])
+        ]
         special = set(self.special)
         hashed = [p for p in self.paths if p not in special]
         if before_hashing is not None:

@@ -36,7 +36,15 @@ from guards.protect.rescue.push import _local_only, _stash_local_only, push
 from guards.protect.rescue.refs import create_refs
 from guards.protect.rescue.result import OVERRIDE, AtRiskPath, RescueFailedError, RescueResult
 from guards.protect.rescue.verify import _verify_capture, _verify_tree
-from guards.protect.snapshot import Capture, SnapshotError, check_objects, commit_tree, disk_states
+from guards.protect.snapshot import (
+    Capture,
+    Looks,
+    SnapshotError,
+    check_objects,
+    commit_tree,
+    disk_states,
+    look,
+)
 from guards.state import session as sessions
 from guards.state.workspace import Workspace
 from guards.values import Value
@@ -115,7 +123,9 @@ def rescue_paths(
     inner: list[RescueResult] = []
 
     def prepare() -> tuple[list[_Built], list[tuple[str, str | None, str]]]:
-        found = nested.plan(ws, _group(ws, at_risk))
+        # What the judge saw of each path (one lstat per path per look, not per step).
+        looks: Looks = {a.path: a.looked for a in at_risk if a.looked is not None}
+        found = nested.plan(ws, _group(ws, at_risk), looks)
         for root, paths in found.submodules.items():
             inner.extend(_rescue_submodule(ws, root, paths, command=command))
         keepers = [
@@ -132,6 +142,7 @@ def rescue_paths(
                 split_local_only=remote is not None,
                 handled=found.handled,
                 progress=progress,
+                looks=looks,
             )
             if groups
             else []
@@ -323,6 +334,7 @@ def build_snapshots(
     body: str = "",
     handled: Collection[str] | None = (),
     progress: bool = False,
+    looks: Looks | None = None,
 ) -> list[_Built]:
     """The commits for each owner's paths, verified; no ref is created here.
 
@@ -336,7 +348,7 @@ def build_snapshots(
 
     expanded: dict[str | None, list[str]] = {}
     for owner, paths in groups.items():
-        found, nested = expand_paths(top, paths)
+        found, nested = expand_paths(top, paths, looks)
         repos += nested
         for p in found:
             if p not in owner_of:
@@ -345,7 +357,7 @@ def build_snapshots(
     all_paths = list(owner_of)
     if handled is not None:
         _check_nested(ws, [r for r in repos if r not in handled])
-    _check_caps(ws, all_paths)
+    _check_caps(ws, all_paths, looks)
     # Verification overlaps the capture. The files are read once, here, their raw bytes
     # packed into the store (fast-import)
     # while git waits; git then hashes them into the private index and finds those blobs
@@ -382,7 +394,9 @@ def build_snapshots(
 
     early = _Beside(early_check)
     try:
-        cap = Capture.take(repo, all_paths, on_hashed=on_hashed, before_hashing=stored.wait)
+        cap = Capture.take(
+            repo, all_paths, on_hashed=on_hashed, before_hashing=stored.wait, looks=looks
+        )
     finally:
         hashed.set()  # never leave the checker waiting
         early.join()  # its reads end before the capture is cleaned up, even after a failure
@@ -578,7 +592,7 @@ def _human(size: int) -> str:
     return f"{size}B"
 
 
-def _check_caps(ws: Workspace, paths: list[str]) -> None:
+def _check_caps(ws: Workspace, paths: list[str], looks: Looks | None = None) -> None:
     """Over a cap, the rescue fails naming the files and the override; nothing is dropped."""
     max_file = int(ws.config.get("rescue.max_file_size"))
     max_total = int(ws.config.get("rescue.max_total_size"))
@@ -586,15 +600,12 @@ def _check_caps(ws: Workspace, paths: list[str]) -> None:
     total = 0
     over: list[tuple[str, int]] = []
     for p in paths:
-        try:
-            st = os.lstat(base + p)
-        except OSError:
+        seen = look(base, p, looks)
+        if seen is None or not stat.S_ISREG(seen[0]):
             continue
-        if not stat.S_ISREG(st.st_mode):
-            continue
-        total += st.st_size
-        if st.st_size > max_file:
-            over.append((p, st.st_size))
+        total += seen[1]
+        if seen[1] > max_file:
+            over.append((p, seen[1]))
     if over:
         over.sort(key=lambda item: -item[1])
         shown = listing([f"{show_path(p)} ({_human(s)})" for p, s in over])

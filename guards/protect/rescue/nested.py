@@ -35,7 +35,7 @@ from guards.git.refs import for_each_ref
 from guards.git.repo import NotARepositoryError, Repo, discover
 from guards.output import show_path
 from guards.protect.rescue.result import OVERRIDE, RescueFailedError
-from guards.protect.snapshot import expand_paths
+from guards.protect.snapshot import Looks, expand_paths
 from guards.state.workspace import Workspace
 from guards.values import MutableValue, Value
 
@@ -76,13 +76,14 @@ class _Root(Value):
         self.repo = repo  # None: git cannot read it
 
 
-def plan(ws: Workspace, groups: dict[str | None, list[str]]) -> Plan:
-    """Sort every path by the repository it lies in (see the module's docs)."""
+def plan(ws: Workspace, groups: dict[str | None, list[str]], looks: Looks | None = None) -> Plan:
+    """Sort every path by the repository it lies in (see the module's docs); ``looks``:
+    see :func:`guards.protect.snapshot.look`."""
     top = ws.repo.worktree
     expanded: dict[str | None, list[str]] = {}
     candidates: set[str] = set()
     for owner, paths in groups.items():
-        found, repos = expand_paths(top, paths)
+        found, repos = expand_paths(top, paths, looks)
         expanded[owner] = found
         candidates.update(repos)
         candidates.update(_enclosing(top, found))

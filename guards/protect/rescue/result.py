@@ -12,14 +12,19 @@ OVERRIDE = "GUARDS_POLICY=warn"
 class AtRiskPath(Value):
     """A path whose work a command would destroy, and who wrote it."""
 
-    __slots__ = ("owner", "path")
+    __slots__ = ("looked", "owner", "path")
 
-    def __init__(self, path: str, owner: str | None) -> None:
+    def __init__(
+        self, path: str, owner: str | None, looked: tuple[int, int, int, int] | None = None
+    ) -> None:
         #: repository-relative path in the work tree (tracked, untracked or ignored; may
         #: be deleted on disk). A directory stands for every file under it.
         self.path = path
         #: owning session id; None = unknown owner
         self.owner = owner
+        #: (mode, size, mtime_ns, inode) of the ``lstat`` it was judged by, if one was
+        #: kept: the rescue sorts and sizes it by that one (its content is read afresh)
+        self.looked = looked
 
 
 class RescueFailedError(RefusedError):
