@@ -82,3 +82,22 @@ def test_the_walk_up_to_git_finds_a_linked_worktrees_shared_repository(tmp_path:
     assert linked is not None and linked[0] == str((tmp_path / "linked").resolve())
     assert os.path.realpath(linked[1]) == common
     assert find_repository(str(tmp_path)) is None
+
+
+def test_a_file_that_changed_kind_after_its_look_is_never_followed_nor_waited_on(
+    repo: Path,
+) -> None:
+    # The rescue streams a file by the size its lstat gave: if the path is a FIFO or a
+    # symlink by the time it is opened, nothing is read from it (no wait for a writer
+    # that never comes, no content from elsewhere) and its id says it was not read.
+    from guards.git.quarantine import write_blobs
+
+    (repo / "kept.txt").write_bytes(b"kept\n")
+    os.mkfifo(repo / "fifo")
+    (repo / "outside.txt").write_bytes(b"other\n")
+    os.symlink(repo / "outside.txt", repo / "link")
+    top = os.fspath(repo) + os.sep
+    oids = write_blobs(repo, [(top + "kept.txt", 5), (top + "fifo", 5), (top + "link", 6)], "sha1")
+    assert oids[top + "kept.txt"] == git(repo, "hash-object", "kept.txt").strip()
+    assert oids[top + "fifo"] == "" and oids[top + "link"] == ""
+    assert git(repo, "cat-file", "-p", oids[top + "kept.txt"]) == "kept\n"

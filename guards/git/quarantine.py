@@ -252,24 +252,38 @@ def write_blobs(
     return out
 
 
+#: How a rescued file is opened: never through a symlink, never waiting on a FIFO (a
+#: path can change kind after it was looked at); plain ``os`` calls, as ``open()``'s
+#: buffered reader doubled the cost of reading 50,000 small files.
+_READ_FLAGS = (
+    os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+)
+
+
 def _send_blob(sink: IO[bytes], path: str, size: int, object_format: str) -> str:
     """One ``blob`` command of exactly ``size`` bytes; the id of what was read."""
     h = object_hasher(b"blob", size, object_format)
     sink.write(b"blob\ndata %d\n" % size)
     seen = 0
-    intact = True
+    intact = False
     try:
-        with open(path, "rb") as f:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError:
+        fd = -1
+    if fd >= 0:
+        try:
             while seen < size:
-                chunk = f.read(min(1 << 20, size - seen))
+                chunk = os.read(fd, min(1 << 20, size - seen))
                 if not chunk:
                     break
                 sink.write(chunk)
                 h.update(chunk)
                 seen += len(chunk)
-            intact = seen == size and not f.read(1)
-    except OSError:
-        intact = False
+            intact = seen == size and not os.read(fd, 1)
+        except OSError:
+            intact = False
+        finally:
+            os.close(fd)
     if seen < size:
         sink.write(b"\0" * (size - seen))  # fast-import wants the announced size
     sink.write(b"\n")
