@@ -446,6 +446,36 @@ def test_user_prompt_submit_frames_the_turn_and_is_silent_when_clean(repo: Path)
     assert "README" in out["additionalContext"] and "owner unknown" in out["additionalContext"]
 
 
+def test_a_prompt_starts_its_git_calls_before_the_handlers_load(repo: Path) -> None:
+    """git status and the discovery run while the handlers, the ledger and the frame are
+    imported (guards.integrations.hook_start); the frame is the same as without them."""
+    from tests.helpers import PROJECT_ROOT
+
+    (repo / "README").write_text("dirty\n")
+    event = {"session_id": "bob", "cwd": str(repo), "hook_event_name": "UserPromptSubmit"}
+    code = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(PROJECT_ROOT)!r})\n"
+        "from guards.commands.agent_hook import fast_main\n"
+        "from guards.integrations import hook_start\n"
+        "started = hook_start.start('claude', sys.stdin.buffer.read())\n"
+        "loaded = [m for m in sys.modules if m.startswith(('guards.state', 'guards.report'))]\n"
+        "loaded += [m for m in ('guards.integrations.agent_hooks',) if m in sys.modules]\n"
+        "print(loaded, started is not None, file=sys.stderr)\n"
+        "started.finish()\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        input=json.dumps(event),
+        cwd=repo,
+        capture_output=True,
+        text=True,
+    )
+    assert res.stderr.splitlines()[-1:] == ["[] True"], res.stderr
+    text = answer(send(repo, event))["additionalContext"]
+    assert "README" in text and "owner unknown" in text
+
+
 def test_session_end_marks_the_session_ended(repo: Path) -> None:
     send(repo, {"session_id": "bob", "hook_event_name": "SessionStart"})
     res = send(repo, {"session_id": "bob", "hook_event_name": "SessionEnd", "reason": "exit"})

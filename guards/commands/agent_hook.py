@@ -1,24 +1,27 @@
 """guards agent-hook claude|codex|gemini|qwen|opencode|droid|copilot: the harness hook entry
 point (JSON on stdin).
 
-Installed hooks run ``python -m guards.commands.agent_hook <harness>`` (no argparse on
-the way); the events are handled in :mod:`guards.integrations.agent_hooks`. GitHub
-Copilot CLI's payloads name no event, so its hooks name it:
-``guards agent-hook copilot preToolUse``.
+Installed hooks call :func:`fast_main` (no argparse on the way); the events are handled
+in :mod:`guards.integrations.agent_hooks`, which loads after a prompt's git calls have
+started (guards.integrations.hook_start). GitHub Copilot CLI's payloads name no event,
+so its hooks name it: ``guards agent-hook copilot preToolUse``.
 """
 
 from __future__ import annotations
 
 import sys
 
-from guards.integrations.agent_hooks import COPILOT_EVENTS, HARNESSES, main
-from guards.state.identity import MAX_ID_LENGTH, session_for
+from guards.integrations import hook_start
+from guards.integrations.copilot_hooks import COPILOT_EVENTS
+from guards.integrations.hook_start import HARNESSES
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
 
-__all__ = ["HARNESSES", "MAX_ID_LENGTH", "fast_main", "main", "session_for"]
+#: And ``main``, ``session_for``, ``MAX_ID_LENGTH``, loaded when asked for (__getattr__)...
+__all__ = ["HARNESSES", "fast_main"]
 
 HELP = (
     "entry point for Claude Code / Codex / Gemini CLI / GitHub Copilot CLI / Qwen Code / "
@@ -50,7 +53,29 @@ def fast_main(argv: list[str]) -> int:
     if not (copilot or other):
         sys.stderr.write(USAGE + "\n")
         return 2
-    return main(argv[0], sys.stdin.buffer.read(), argv[1] if copilot else None)
+    raw = sys.stdin.buffer.read()
+    started = hook_start.start(argv[0], raw)  # a prompt's git runs while the rest loads
+    try:
+        from guards.integrations.agent_hooks import main
+
+        return main(argv[0], raw, argv[1] if copilot else None, started)
+    finally:
+        if started is not None:
+            started.finish()
+
+
+def __getattr__(name: str) -> Any:
+    """The handler and the session naming, loaded when asked for (not before a prompt's
+    git calls start)."""
+    if name == "main":
+        from guards.integrations.agent_hooks import main
+
+        return main
+    if name in ("MAX_ID_LENGTH", "session_for"):
+        from guards.state import identity
+
+        return getattr(identity, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":

@@ -73,6 +73,8 @@ from guards.errors import boundary, first_line
 from guards.fsutil import nearest_directory
 from guards.integrations.copilot_hooks import COPILOT_EVENTS as COPILOT_EVENTS
 from guards.integrations.copilot_hooks import from_copilot
+from guards.integrations.hook_start import HARNESSES as HARNESSES
+from guards.integrations.hook_start import PROMPTS, event_cwd
 from guards.state.identity import MAX_ID_LENGTH as MAX_ID_LENGTH
 from guards.state.identity import session_for as session_for
 from guards.state.observation import OBSERVE_DIR
@@ -83,11 +85,11 @@ if TYPE_CHECKING:
     from typing import Any
 
     from guards.git import Pending
-    from guards.git.repo import Repo
+    from guards.git.repo import Discovery, Repo
+    from guards.integrations.hook_start import Started
     from guards.protect.rescue import RescueResult
     from guards.state.workspace import Workspace
 
-HARNESSES = ("claude", "codex", "gemini", "copilot", "qwen", "opencode", "droid")
 #: Harnesses that show the model a PreToolUse context (the others: after the command).
 #: Codex 0.171 puts it in the conversation between the tool call and its output.
 CONTEXT_BEFORE = frozenset({"claude", "copilot", "codex"})
@@ -114,7 +116,6 @@ SHELL_ENDS = frozenset({"PostToolUse", "PostToolUseFailure", "AfterTool"})
 #: Before a tool runs (Claude, Codex; Gemini), after it ran, a prompt's turn begins.
 TOOL_STARTS = frozenset({"PreToolUse", "BeforeTool"})
 TOOL_ENDS = frozenset({"PostToolUse", "AfterTool"})
-PROMPTS = frozenset({"UserPromptSubmit", "BeforeAgent"})
 #: The end of an agent turn.
 TURN_ENDS = frozenset({"Stop", "AfterAgent"})
 #: A hook that failed without deciding anything: the harness shows stderr and goes on.
@@ -125,11 +126,14 @@ BLOCK = 2
 OBSERVE_MAX_AGE = 24 * 3600
 
 
-def main(harness: str, raw: bytes, event_name: str | None = None) -> int:
+def main(
+    harness: str, raw: bytes, event_name: str | None = None, started: Started | None = None
+) -> int:
     """Answer one hook event; never raises, never prints a traceback. ``event_name``:
-    the event, for a harness whose payload names none (Copilot)."""
+    the event, for a harness whose payload names none (Copilot); ``started``: the event
+    read already, a prompt whose git calls run (guards.integrations.hook_start)."""
     try:
-        event = jsontext.loads(raw)
+        event = jsontext.loads(raw) if started is None else started.event
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
         return _malformed(raw, f"hook input is not JSON ({e.__class__.__name__})", event_name)
     if not isinstance(event, dict):
@@ -149,7 +153,7 @@ def main(harness: str, raw: bytes, event_name: str | None = None) -> int:
         return HOOK_ERROR
 
     return boundary(
-        lambda: _dispatch(harness, name, event),
+        lambda: _dispatch(harness, name, event, started),
         fail_open=lambda: not could_run_unchecked(),
         answer=answer,
     )
@@ -181,7 +185,9 @@ def _guarded_text(text: str) -> bool:
     return "git" in text.lower() or could_destroy_files(text)
 
 
-def _dispatch(harness: str, name: str, event: dict[str, Any]) -> int:
+def _dispatch(
+    harness: str, name: str, event: dict[str, Any], started: Started | None = None
+) -> int:
     tool = event.get("tool_name")
     if name in TOOL_STARTS and tool in SHELL_TOOLS:
         return _pre_shell(harness, event)
@@ -198,7 +204,7 @@ def _dispatch(harness: str, name: str, event: dict[str, Any]) -> int:
     if name == "SessionStart":
         return _session_start(harness, event)
     if name in PROMPTS:
-        return _frame_event(harness, event, name)
+        return _frame_event(harness, event, name, started)
     if name == "SessionEnd":
         return _session_end(harness, event)
     if name in TURN_ENDS:
@@ -275,9 +281,7 @@ def _identify(harness: str, event: dict[str, Any]) -> str | None:
     return sid
 
 
-def _cwd(event: dict[str, Any]) -> str:
-    cwd = event.get("cwd")
-    return cwd if isinstance(cwd, str) and os.path.isabs(cwd) else os.getcwd()
+_cwd = event_cwd
 
 
 # -- shell lines -----------------------------------------------------------------------
@@ -720,16 +724,21 @@ def record_files(sid: str, files: list[str]) -> list[str]:
 
 
 def frame_text(
-    cwd: str, caller: str | None, repo: Repo | None = None, status: Pending | None = None
+    cwd: str,
+    caller: str | None,
+    repo: Repo | None = None,
+    status: Pending | None = None,
+    discovery: Discovery | None = None,
 ) -> str:
     """The frame for a turn starting in ``cwd`` ("" when clean or not a repository);
-    ``repo``: its repository, found already (one ``git rev-parse`` less); ``status``:
-    its ``git status``, started there already."""
+    ``repo``: its repository, found already; else ``discovery``: its ``git rev-parse``,
+    started there already; ``status``: its ``git status``, started there already."""
     from guards.git.repo import NotARepositoryError, discover
     from guards.report import frame
 
     try:
-        repo = discover(cwd) if repo is None else repo
+        if repo is None:
+            repo = discover(cwd) if discovery is None else discovery.repo()
     except NotARepositoryError:
         return ""
     if repo.toplevel_text is None:  # (text: no pathlib before every prompt)
@@ -756,22 +765,34 @@ def _session_start(harness: str, event: dict[str, Any]) -> int:
     return 0
 
 
-def _frame_event(harness: str, event: dict[str, Any], name: str) -> int:
+def _frame_event(
+    harness: str, event: dict[str, Any], name: str, started: Started | None = None
+) -> int:
+    """The frame as the turn's context; ``started``: its git calls, running already."""
     sid = _identify(harness, event)
     cwd = _cwd(event)
     from guards.errors import GuardsError
-    from guards.git.dirty import start_reading
 
-    status = None
+    status, discovery = (started.status, started.discovery) if started else (None, None)
     try:
-        status = start_reading(cwd=cwd)  # the frame's git status runs during the touch
-        text = frame_text(cwd, sid, _touch(cwd, sid, label=f"{harness} session"), status)
+        if status is None or discovery is None:
+            from guards.git.dirty import start_reading
+            from guards.git.repo import Discovery
+
+            # The frame's git status, the longest part, first; then the repository's
+            # discovery: both run while the ledger and the frame are imported and touched.
+            status = start_reading(cwd=cwd)
+            discovery = Discovery(cwd)
+        repo = _touch(cwd, sid, label=f"{harness} session", discovery=discovery)
+        text = frame_text(cwd, sid, repo, status, discovery)
     except GuardsError as e:  # the frame never blocks the turn it frames
         _say(f"guards agent-hook: frame: {first_line(e)}")
         return 0
-    finally:
-        if status is not None:  # waited for, whatever happened (again: the same answer)
+    finally:  # both waited for, whatever happened (again: the same answer)
+        if status is not None:
             status.result(check=False)
+        if discovery is not None:
+            discovery.finish()
     if not text:
         return 0
     if harness == "droid" and name == "SessionStart":
@@ -812,8 +833,11 @@ def _register_process(cwd: str, sid: str | None, end: bool = False) -> None:
         _say(f"guards agent-hook: cannot register the {sid} process: {e.strerror}")
 
 
-def _touch(cwd: str, sid: str | None, label: str) -> Repo | None:
-    """The session is alive (one journal record); returns the repository it touched."""
+def _touch(
+    cwd: str, sid: str | None, label: str, discovery: Discovery | None = None
+) -> Repo | None:
+    """The session is alive (one journal record); returns the repository it touched.
+    ``discovery``: that repository's, started in ``cwd`` already."""
     if sid is None:
         return None
     import time
@@ -822,15 +846,30 @@ def _touch(cwd: str, sid: str | None, label: str) -> Repo | None:
     from guards.state.workspace import Workspace, touch_record
 
     try:
-        ws = Workspace.open(cwd=cwd)
+        # The settings only if the ledger must be locked (as an edit's record).
+        ws = Workspace.open(cwd=cwd, discovery=discovery, settings_when_asked=True)
     except NotARepositoryError:
         return None
     # One journal record: the label and worktree fill only empty fields.
     ws.ledger.append([touch_record(sid, time.time(), label, ws.repo.toplevel_text)], durable=False)
-    ledger = _ledger_dir(cwd)
+    ledger = _markers_ledger_dir(ws.repo, cwd)
     if ledger is not None:  # the shell gate answers only where the markers' folder is
         os.makedirs(os.path.join(ledger, OBSERVE_DIR), exist_ok=True)
     return ws.repo
+
+
+def _markers_ledger_dir(repo: Repo, cwd: str) -> str | None:
+    """:func:`_ledger_dir` of ``cwd``, whose repository git found: when git found it by
+    walking up from ``cwd`` (no ``GIT_DIR``) to a top level whose ``.git`` is the common
+    git dir, the walk ends there too, so it need not run (nor its modules load)."""
+    top = repo.toplevel_text
+    if (
+        top is not None
+        and "GIT_DIR" not in os.environ
+        and repo.common_dir_text == os.path.join(top, ".git")
+    ):
+        return repo.ledger_dir_text
+    return _ledger_dir(cwd)
 
 
 def _persist(ws: Workspace, sid: str) -> None:

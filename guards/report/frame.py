@@ -27,6 +27,10 @@ if TYPE_CHECKING:
     from typing import Any
 
     from guards.git import Pending
+    from guards.state.ledger import LedgerUnreadableError
+
+    #: A read of the ledger: its data, or why it cannot be trusted.
+    Peeked = tuple[LedgerData | None, LedgerUnreadableError | None]
 
 CLOSING = (
     "You did not necessarily make these. Do not assume they are yours, and do not\n"
@@ -71,22 +75,35 @@ class Frame:
 
 def collect(repo: Repo, caller: str | None, status: Pending | None = None) -> Frame:
     """The dirty paths of the caller's work tree with their owners (one ``git status``;
-    ``status``: that one, started already by :func:`guards.git.dirty.start_reading`)."""
+    ``status``: that one, started already by :func:`guards.git.dirty.start_reading`:
+    the ledger is read while git still runs, the longer of the two)."""
     if status is not None:
+        peeked = _peek(repo)
         done = status.result(check=False)
         if done.returncode == 0:
-            return attribute(repo, parse_porcelain_v2(done.stdout), caller)
+            return attribute(repo, parse_porcelain_v2(done.stdout), caller, peeked)
         # (a submodule git cannot read fails the status: read_dirty copes)
+        return attribute(repo, read_dirty(repo), caller, peeked)
     return attribute(repo, read_dirty(repo), caller)
 
 
-def attribute(repo: Repo, dirty: list[DirtyPath], caller: str | None) -> Frame:
-    """Owners for dirty paths already read (one ledger read, no lock)."""
-    if not dirty:
-        return Frame([], caller, None)
+def _peek(repo: Repo) -> Peeked:
     # Never the lock, never keeping a corrupt ledger aside: the frame only looks.
     # The rescue log too: the last checkpoints of dead sessions come from it.
-    data, problem = Ledger(repo.ledger_dir_text).peek(repo.toplevel_text, rescues=True)
+    return Ledger(repo.ledger_dir_text).peek(repo.toplevel_text, rescues=True)
+
+
+def attribute(
+    repo: Repo,
+    dirty: list[DirtyPath],
+    caller: str | None,
+    peeked: Peeked | None = None,
+) -> Frame:
+    """Owners for dirty paths already read (one ledger read, no lock; ``peeked``: that
+    read, done already)."""
+    if not dirty:
+        return Frame([], caller, None)
+    data, problem = _peek(repo) if peeked is None else peeked
     records: Mapping[str, Any] = data.paths.get(repo.worktree_key, {}) if data else {}
     top = repo.worktree_key
     entries = []

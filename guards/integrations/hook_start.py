@@ -1,0 +1,79 @@
+"""An agent hook's first moments: the git calls of a prompt's frame, started before the
+rest of guards loads.
+
+A prompt's frame (guards.integrations.agent_hooks) waits for one ``git status`` of the
+checkout, the longest part of its answer, and for the repository's discovery. Started
+here, as soon as the event is read, both run while Python imports the event handlers,
+the ledger and the frame, instead of after. Only payloads that already have Claude
+Code's shape are read here (Claude Code, Codex, Gemini CLI); the other harnesses'
+prompts start the same calls a little later, in the handler.
+"""
+
+from __future__ import annotations
+
+import os
+
+from guards import git, jsontext
+from guards.errors import GuardsError
+
+TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
+if TYPE_CHECKING:
+    from typing import Any
+
+    from guards.git.repo import Discovery
+
+HARNESSES = ("claude", "codex", "gemini", "copilot", "qwen", "opencode", "droid")
+#: A prompt's turn begins (Claude, Codex; Gemini).
+PROMPTS = frozenset({"UserPromptSubmit", "BeforeAgent"})
+#: The harnesses whose payloads are read as they come (see agent_hooks.as_claude).
+_CLAUDE_SHAPED = frozenset({"claude", "codex", "gemini"})
+
+
+class Started:
+    """A prompt event, read, and its frame's git calls, running: ``git status`` and the
+    repository's discovery in the event's directory."""
+
+    __slots__ = ("discovery", "event", "status")
+
+    def __init__(self, event: dict[str, Any], status: git.Pending, discovery: Discovery) -> None:
+        self.event = event
+        self.status = status
+        self.discovery = discovery
+
+    def finish(self) -> None:
+        """Wait for both (again, when they were used: the same answers)."""
+        self.status.result(check=False)
+        self.discovery.finish()
+
+
+def event_cwd(event: dict[str, Any]) -> str:
+    """The directory an event happened in: its absolute ``cwd``, else this process's."""
+    cwd = event.get("cwd")
+    return cwd if isinstance(cwd, str) and os.path.isabs(cwd) else os.getcwd()
+
+
+def start(harness: str, raw: bytes) -> Started | None:
+    """The frame's git calls started, when ``raw`` is a prompt of ``harness``; None
+    otherwise, or when git cannot be started (the handler then says why)."""
+    if harness not in _CLAUDE_SHAPED:
+        return None
+    try:
+        event = jsontext.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None  # the handler answers a malformed event
+    if not isinstance(event, dict) or event.get("hook_event_name") not in PROMPTS:
+        return None
+    cwd = event_cwd(event)
+    try:
+        # What guards.git.dirty.start_reading asks, without loading that module yet.
+        status = git.start(git.status_args(), cwd=cwd)
+    except GuardsError:
+        return None
+    from guards.git.repo import Discovery
+
+    try:
+        discovery = Discovery(cwd)
+    except GuardsError:
+        status.result(check=False)
+        return None
+    return Started(event, status, discovery)
