@@ -449,27 +449,17 @@ def test_user_prompt_submit_frames_the_turn_and_is_silent_when_clean(repo: Path)
 def test_a_prompt_starts_its_git_calls_before_the_handlers_load(repo: Path) -> None:
     """git status and the discovery run while the handlers, the ledger and the frame are
     imported (guards.integrations.hook_start); the frame is the same as without them."""
-    from tests.helpers import PROJECT_ROOT
-
     (repo / "README").write_text("dirty\n")
     event = {"session_id": "bob", "cwd": str(repo), "hook_event_name": "UserPromptSubmit"}
-    code = (
-        "import sys\n"
-        f"sys.path.insert(0, {str(PROJECT_ROOT)!r})\n"
-        "from guards.commands.agent_hook import fast_main\n"
+    res = _hook_python(
+        repo,
+        event,
         "from guards.integrations import hook_start\n"
         "started = hook_start.start('claude', sys.stdin.buffer.read())\n"
         "loaded = [m for m in sys.modules if m.startswith(('guards.state', 'guards.report'))]\n"
         "loaded += [m for m in ('guards.integrations.agent_hooks',) if m in sys.modules]\n"
         "print(loaded, started is not None, file=sys.stderr)\n"
-        "started.finish()\n"
-    )
-    res = subprocess.run(
-        [sys.executable, "-S", "-c", code],
-        input=json.dumps(event),
-        cwd=repo,
-        capture_output=True,
-        text=True,
+        "started.finish()\n",
     )
     assert res.stderr.splitlines()[-1:] == ["[] True"], res.stderr
     text = answer(send(repo, event))["additionalContext"]
@@ -899,7 +889,7 @@ def test_an_edit_is_recorded_without_reading_the_settings(repo: Path) -> None:
         "tool_input": {"file_path": "README"},
         "tool_response": {},
     }
-    _assert_lean_hook(repo, event, also=("guards.config", "tomllib", "tomli"))
+    _assert_lean_hook(repo, event, also=("guards.config", "tomllib", "tomli", "select"))
     assert attributed(repo) == {"README": session_for("claude", "s1")}
 
 
@@ -929,26 +919,35 @@ def test_a_destructive_line_over_only_the_sessions_own_work_imports_no_rescue_ma
 
 
 def _assert_lean_hook(repo: Path, event: dict[str, Any], also: tuple[str, ...] = ()) -> None:
+    payload = {"session_id": "s1", "cwd": str(repo), "tool_use_id": "toolu_1", **event}
+    res = _hook_python(
+        repo,
+        payload,
+        "status = fast_main(['claude'])\n"
+        f"print([m for m in {HOOK_NEVER_IMPORTS + also!r} if m in sys.modules], status, "
+        "file=sys.stderr)\n",
+    )
+    assert res.stderr.splitlines()[-1:] == ["[] 0"], res.stderr
+
+
+def _hook_python(repo: Path, event: dict[str, Any], body: str) -> subprocess.CompletedProcess[str]:
+    """``body`` run after the hook's entry point is imported, as the installed command
+    starts it (installation.python_launch), with ``event`` on stdin."""
     from tests.helpers import PROJECT_ROOT
 
-    payload = {"session_id": "s1", "cwd": str(repo), "tool_use_id": "toolu_1", **event}
-    code = (  # as the installed command starts it (installation.python_launch)
+    code = (
         "import sys\n"
         f"sys.path.insert(0, {str(PROJECT_ROOT)!r})\n"
         "from guards.commands.agent_hook import fast_main\n"
-        "status = fast_main(['claude'])\n"
-        f"print([m for m in {HOOK_NEVER_IMPORTS + also!r} if m in sys.modules], status, "
-        "file=sys.stderr)\n"
     )
-    res = subprocess.run(
-        [sys.executable, "-S", "-c", code],
-        input=json.dumps(payload),
+    return subprocess.run(
+        [sys.executable, "-S", "-c", code + body],
+        input=json.dumps(event),
         cwd=repo,
         capture_output=True,
         text=True,
         env=dict(os.environ),
     )
-    assert res.stderr.splitlines()[-1:] == ["[] 0"], res.stderr
 
 
 def test_a_destructive_git_line_asks_its_first_query_once_and_others_never(

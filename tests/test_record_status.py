@@ -217,7 +217,8 @@ def test_record_imports_nothing_heavy_and_takes_no_lock(repo: Path) -> None:
     # `guards record` runs on every agent edit: one journal append. No argparse, no
     # settings, no pathlib, no json/re/enum (the record is written by hand), no hashlib
     # (OpenSSL; CPython's own SHA-1 hashes the blob), and no filelock (~30-60 ms to
-    # import): appends need no lock.
+    # import): appends need no lock. No select either: the repository is found without
+    # running git (guards.git.repo.plain_layout), so no pipe is waited for.
     import os
     import subprocess
     import sys
@@ -227,7 +228,7 @@ def test_record_imports_nothing_heavy_and_takes_no_lock(repo: Path) -> None:
     (repo / "new.txt").write_text("x\n")
     heavy = (
         "argparse", "dataclasses", "enum", "filelock", "hashlib", "json", "pathlib",
-        "platformdirs", "re", "socket", "subprocess", "typing",
+        "platformdirs", "re", "select", "socket", "subprocess", "typing",
     )  # fmt: skip
     code = (
         "import sys\n"
@@ -246,6 +247,23 @@ def test_record_imports_nothing_heavy_and_takes_no_lock(repo: Path) -> None:
         )
         assert res.stderr == "IMPORTED [] 0\n"
     assert ledger_doc(repo)["paths"][str(repo.resolve())]["new.txt"]["session"] == "alice"
+
+
+def test_record_of_a_file_runs_no_git_in_a_plain_checkout(repo: Path, tmp_path: Path) -> None:
+    """The repository of a plain checkout or linked worktree is found from its files
+    (tests/test_repo.py compares that with git on every layout); an edit's record is then
+    one journal append and no process."""
+    from tests.helpers import counting_git
+
+    wrapper, log = counting_git(tmp_path)
+    git(repo, "worktree", "add", "-q", str(tmp_path / "linked"))
+    for where in (repo / "src", tmp_path / "linked/src"):
+        (where / "app.py").write_text("edited\n")
+        env = {"GUARDS_REAL_GIT": str(wrapper), "GUARDS_SESSION": "alice"}
+        res = run_guards("record", "app.py", cwd=where, env=env)
+        assert res.returncode == 0, res.stderr
+    assert not log.exists(), log.read_text()
+    assert "src/app.py" in ledger_doc(repo)["paths"][str((tmp_path / "linked").resolve())]
 
 
 def test_status_imports_nothing_heavy(repo: Path) -> None:

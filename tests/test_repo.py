@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from guards import git as guards_git
-from guards.git.repo import NotARepositoryError, config_bool, discover
+from guards.git.repo import (
+    _DISCOVERY_FLAGS,
+    NotARepositoryError,
+    Repo,
+    _from_rev_parse,
+    config_bool,
+    discover,
+    plain_layout,
+)
 from tests.helpers import git, make_repo
 
 
@@ -152,3 +160,116 @@ def test_boolean_settings_read_as_git_reads_them(repo: Path) -> None:
     assert not r.filemode()
     git(repo, "config", "core.fileMode", "maybe")
     assert r.filemode()  # not a boolean: git's default
+
+
+# -- discovery without git: the same answer as git's, or none ----------------------------
+
+
+def _asked_git(cwd: Path) -> Repo | None:
+    """What ``git rev-parse`` finds from ``cwd`` (None: no repository)."""
+    res = guards_git.run(["rev-parse", *_DISCOVERY_FLAGS], cwd=cwd, check=False)
+    try:
+        return _from_rev_parse(res, cwd)
+    except NotARepositoryError:
+        return None
+
+
+def _layouts(tmp_path: Path, repo: Path) -> dict[str, tuple[Path, bool]]:
+    """Every layout this test can build: name -> (a directory in it, whether discovery
+    must find it without git)."""
+    (repo / "src/deep/er").mkdir(parents=True)
+    git(repo, "worktree", "add", "-q", str(tmp_path / "linked"))
+    (tmp_path / "linked/src/sub").mkdir(parents=True)
+    inner = make_repo(repo / "src/nested")  # a repository inside a work tree (untracked)
+    (repo / "src/fake").mkdir()
+    (repo / "src/fake/.git").mkdir()  # not a git dir: git looks further up
+    os.symlink(repo / "src", tmp_path / "link-to-src")
+    os.symlink(tmp_path / "linked", tmp_path / "link-to-linked")
+    sub_origin = make_repo(tmp_path / "sub-origin")
+    superproject = make_repo(tmp_path / "super")
+    git(superproject, "-c", "protocol.file.allow=always", "submodule", "add", "-q",
+        str(sub_origin), "mod")  # fmt: skip
+    separate = tmp_path / "separate"
+    git(tmp_path, "init", "-q", "--separate-git-dir", str(tmp_path / "separate.git"), str(separate))
+    core_worktree = make_repo(tmp_path / "core-wt-repo")
+    (tmp_path / "core-wt-tree").mkdir()
+    git(core_worktree, "config", "core.worktree", str(tmp_path / "core-wt-tree"))
+    included = make_repo(tmp_path / "included")
+    git(included, "config", "include.path", str(tmp_path / "nowhere.cfg"))
+    sha256 = tmp_path / "sha256"
+    git(tmp_path, "init", "-q", "--object-format=sha256", str(sha256))
+    detached = make_repo(tmp_path / "detached")
+    git(detached, "checkout", "-q", "--detach")
+    dotgit_link = make_repo(tmp_path / "dotgit-link-target")
+    (tmp_path / "dotgit-link").mkdir()
+    os.symlink(dotgit_link / ".git", tmp_path / "dotgit-link/.git")
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    newline = make_repo(tmp_path / "odd\nname")
+    (tmp_path / "nothing").mkdir()
+    return {
+        "plain, top": (repo, True),
+        "plain, subdirectory": (repo / "src/deep/er", True),
+        "linked worktree": (tmp_path / "linked", True),
+        "linked worktree, subdirectory": (tmp_path / "linked/src/sub", True),
+        "nested repository": (inner, True),
+        "an empty .git: git looks further up": (repo / "src/fake", False),
+        "symlinked cwd": (tmp_path / "link-to-src", True),
+        "symlinked cwd, linked worktree": (tmp_path / "link-to-linked", True),
+        "submodule": (superproject / "mod", False),
+        "superproject": (superproject, True),
+        ".git file, separate git dir": (separate, False),
+        "core.worktree": (core_worktree, False),
+        "include in the config": (included, False),
+        "sha256": (sha256, False),
+        "detached HEAD": (detached, True),
+        "symlinked .git": (tmp_path / "dotgit-link", False),
+        "bare repository": (bare, False),
+        "inside .git": (repo / ".git/refs", False),
+        "path with a newline": (newline, True),
+        "no repository": (tmp_path / "nothing", False),
+    }
+
+
+def test_discovery_without_git_finds_what_git_finds_on_every_layout(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    layouts = _layouts(tmp_path, repo)
+    for name, (where, fast) in layouts.items():
+        found = plain_layout(where)
+        assert found == _asked_git(where) if found else not fast, name
+        assert (found is not None) == fast, name
+        monkeypatch.chdir(where)
+        assert plain_layout() == found, name
+    monkeypatch.chdir(tmp_path)
+    # Variables that move discovery: git is asked (and answers otherwise).
+    bare = tmp_path / "bare.git"
+    for variable, value in (
+        ("GIT_DIR", str(tmp_path / "included/.git")),
+        ("GIT_WORK_TREE", str(tmp_path / "nothing")),
+        ("GIT_CEILING_DIRECTORIES", str(tmp_path)),
+        ("GIT_DISCOVERY_ACROSS_FILESYSTEM", "1"),
+        ("GIT_CONFIG_COUNT", "0"),
+        ("GIT_TEST_ASSUME_DIFFERENT_OWNER", "1"),
+    ):
+        with monkeypatch.context() as env:
+            env.setenv(variable, value)
+            assert plain_layout(repo) is None, variable
+    found = plain_layout(repo / "src")
+    with monkeypatch.context() as env:  # a bare repository with a work tree named
+        env.setenv("GIT_DIR", str(bare))
+        env.setenv("GIT_WORK_TREE", str(repo))
+        assert plain_layout(repo / "src") is None
+        asked = _asked_git(repo / "src")
+        assert asked is not None and found is not None
+        assert (asked.toplevel_text, asked.common_dir_text) == (found.toplevel_text, str(bare))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a directory away")
+def test_discovery_without_git_leaves_a_checkout_of_another_owner_to_git(repo: Path) -> None:
+    """safe.directory: git refuses (or trusts, as configured) what another user owns."""
+    assert plain_layout(repo) is not None
+    os.chown(repo, 4242, -1)
+    assert plain_layout(repo) is None
+    with pytest.raises(NotARepositoryError, match=r"safe\.directory"):
+        discover(repo)  # git's words: dubious ownership, then the command that trusts it

@@ -41,6 +41,16 @@ class GitNotFoundError(GuardsError):
     exit_code = ExitCode.UNKNOWN_STATE
 
 
+class GitTooOldError(GuardsError):
+    exit_code = ExitCode.UNKNOWN_STATE
+
+
+#: The oldest git guards works with (``rev-parse --path-format`` came in 2.31).
+MIN_GIT = (2, 31)
+#: git's exit status for a usage error, such as an option older gits do not know.
+USAGE_ERROR = 129
+
+
 def _first_line(data: bytes) -> str:
     for line in data.decode("utf-8", "replace").splitlines():
         line = line.strip()
@@ -127,8 +137,39 @@ def run(
     else:
         result = _run_with_input(_argv(args, readonly), cwd, run_env, stdin or b"")
     if check and result.returncode != 0:
-        raise GitError(args, result.returncode, result.stderr)
+        raise _error(args, result)
     return result
+
+
+def _error(args: Sequence[str], result: Result) -> GuardsError:
+    """What a failed call raises: :class:`GitTooOldError` when git did not know an
+    option because it is too old (the repository is found without git in the common
+    layouts, so any call can be the first to meet an old git), else :class:`GitError`."""
+    if result.returncode == USAGE_ERROR:
+        check_git_version()
+    return GitError(args, result.returncode, result.stderr)
+
+
+def git_version() -> tuple[str, tuple[int, int] | None]:
+    """git's own words (``git version 2.39.5``) and its (major, minor), None when they
+    cannot be read (a vendor's build may add words around the number)."""
+    import re
+
+    res = run(["version"], check=False, readonly=False)
+    text = res.stdout.decode("utf-8", "replace").strip()
+    m = re.search(r"(\d+)\.(\d+)", text)
+    return text, (int(m.group(1)), int(m.group(2))) if m is not None else None
+
+
+def check_git_version() -> None:
+    """Raise a clear error when git is older than :data:`MIN_GIT` (asked only when a
+    call went wrong: an old git fails one of them)."""
+    text, version = git_version()
+    if version is not None and version < MIN_GIT:
+        raise GitTooOldError(
+            f"{text} ({real_git()}) is too old: guards needs git >= "
+            f"{MIN_GIT[0]}.{MIN_GIT[1]}; upgrade git or point GUARDS_REAL_GIT at a newer one"
+        )
 
 
 def _run_with_input(
@@ -236,7 +277,7 @@ class Pending:
             assert self._child is not None
             self._done = self._child.wait()
         if check and self._done.returncode != 0:
-            raise GitError(self._args, self._done.returncode, self._done.stderr)
+            raise _error(self._args, self._done)
         return self._done
 
 

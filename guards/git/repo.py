@@ -6,6 +6,10 @@ import os
 
 from guards import git
 from guards.errors import ExitCode, GuardsError
+from guards.git import MIN_GIT as MIN_GIT  # (where guards read them before)
+from guards.git import GitTooOldError as GitTooOldError
+from guards.git import check_git_version as check_git_version
+from guards.git import git_version as git_version
 from guards.git.names import ObjectId, RefName
 from guards.values import Value
 
@@ -27,8 +31,6 @@ _DISCOVERY_FLAGS = (
 )
 #: How many lines the flags above print (``--path-format`` prints nothing).
 _DISCOVERY_LINES = 7
-#: The oldest git guards works with (``rev-parse --path-format`` came in 2.31).
-MIN_GIT = (2, 31)
 
 
 class NotARepositoryError(GuardsError):
@@ -37,10 +39,6 @@ class NotARepositoryError(GuardsError):
 
 class NoWorkTreeError(GuardsError):
     exit_code = ExitCode.USAGE
-
-
-class GitTooOldError(GuardsError):
-    exit_code = ExitCode.UNKNOWN_STATE
 
 
 #: The ledger's directory inside the common git dir.
@@ -198,21 +196,160 @@ def discover(cwd: str | os.PathLike[str] | None = None) -> Repo:
 
 class Discovery:
     """:func:`discover` started in the background, so that its git call overlaps the
-    caller's next one (the frame asks ``git status`` meanwhile)."""
+    caller's next one (the frame asks ``git status`` meanwhile). The common layouts are
+    found without git (:func:`plain_layout`): then nothing runs in the background."""
 
-    __slots__ = ("_cwd", "_pending")
+    __slots__ = ("_cwd", "_found", "_pending")
 
     def __init__(self, cwd: str | os.PathLike[str] | None = None) -> None:
         self._cwd = cwd
-        self._pending = git.start(["rev-parse", *_DISCOVERY_FLAGS], cwd=cwd)
+        self._found = plain_layout(cwd)
+        self._pending = (
+            None if self._found else git.start(["rev-parse", *_DISCOVERY_FLAGS], cwd=cwd)
+        )
 
     def repo(self) -> Repo:
         """The repository; :class:`NotARepositoryError` when there is none."""
+        if self._pending is None:
+            assert self._found is not None
+            return self._found
         return _from_rev_parse(self._pending.result(check=False), self._cwd)
 
     def finish(self) -> None:
         """Wait for git without reading its answer (nothing turned out to need it)."""
-        self._pending.result(check=False)
+        if self._pending is not None:
+            self._pending.result(check=False)
+
+
+#: Variables that cannot change what discovery finds (identities, editors, transport,
+#: traces, the seal of tests and tools: no system config, a template dir), by name or
+#: by prefix. With any other ``GIT_*`` variable set (``GIT_DIR``, ``GIT_WORK_TREE``,
+#: ``GIT_CEILING_DIRECTORIES``, ``GIT_CONFIG_*``, ``GIT_TEST_*``, ...), git is asked.
+_INERT_ENV = frozenset(
+    {
+        "GIT_EDITOR",
+        "GIT_SEQUENCE_EDITOR",
+        "GIT_PAGER",
+        "GIT_ASKPASS",
+        "GIT_TERMINAL_PROMPT",
+        "GIT_TEMPLATE_DIR",
+        "GIT_CONFIG_NOSYSTEM",
+        "GIT_OPTIONAL_LOCKS",
+        "GIT_MERGE_AUTOEDIT",
+    }
+)
+_INERT_ENV_PREFIXES = (
+    "GIT_AUTHOR_",
+    "GIT_COMMITTER_",
+    "GIT_SSH",
+    "GIT_SSL_",
+    "GIT_HTTP_",
+    "GIT_CURL_",
+    "GIT_PROXY_",
+    "GIT_TRACE",
+)
+#: Words of a repository's config that may change discovery's answer (``core.worktree``,
+#: ``core.bare``, ``extensions.*`` such as ``objectFormat`` and ``worktreeConfig``,
+#: ``include``/``includeIf``): with any of them in it, anywhere, git is asked. (A key's
+#: name is never quoted nor escaped, so it cannot hide.)
+_CONFIG_UNUSUAL = ("worktree", "bare", "extensions", "include")
+#: What a plain repository's config says about the same (git init writes these).
+_CONFIG_USUAL = ("bare = false", "bare=false")
+
+
+def plain_layout(cwd: str | os.PathLike[str] | None = None) -> Repo | None:
+    """The repository containing ``cwd`` as ``git rev-parse`` would find it, without
+    starting git, for the common layouts only: the nearest ``.git`` up from the
+    directory is a git dir, or a linked worktree's gitdir file; none of the directories
+    on the way is a git dir itself or on another file system; every part is owned by
+    this user (safe.directory); the config says nothing about work trees, bareness or
+    extensions and includes nothing; no ``GIT_*`` variable that discovery reads is set.
+    None whenever anything is else (a submodule, a bare repository, a symlinked
+    ``.git``, no repository at all): then git answers (tests/test_repo.py compares the
+    two on every layout it builds)."""
+    for name in os.environ:
+        if name.startswith("GIT_") and not (
+            name in _INERT_ENV or name.startswith(_INERT_ENV_PREFIXES)
+        ):
+            return None
+    if os.geteuid() == 0 and "SUDO_UID" in os.environ:
+        return None  # git's ownership rule for root has its own twist
+    try:
+        start = os.path.realpath(os.getcwd() if cwd is None else os.fspath(cwd))
+        device = os.stat(start).st_dev
+        top = start
+        while True:
+            dotgit = os.path.join(top, ".git")
+            try:
+                st = os.lstat(dotgit)
+                break
+            except FileNotFoundError:
+                pass
+            parent = os.path.dirname(top)
+            if (
+                parent == top
+                or os.path.lexists(os.path.join(top, "HEAD"))  # a git dir, or bare
+                or os.stat(parent).st_dev != device
+            ):
+                return None
+            top = parent
+        return _plain_repo(top, dotgit, st, start)
+    except (OSError, ValueError):
+        return None
+
+
+def _plain_repo(top: str, dotgit: str, st: os.stat_result, start: str) -> Repo | None:
+    import stat
+
+    uid = os.geteuid()
+    if stat.S_ISDIR(st.st_mode):
+        git_dir = common = dotgit
+        if os.path.lexists(os.path.join(git_dir, "commondir")):
+            return None
+    elif stat.S_ISREG(st.st_mode):
+        with open(dotgit, "rb") as f:
+            line = f.read(4097)
+        if not line.startswith(b"gitdir: ") or line.count(b"\n") != 1 or not line.endswith(b"\n"):
+            return None
+        git_dir = os.path.join(top, os.fsdecode(line[len(b"gitdir: ") : -1]))
+        with open(os.path.join(git_dir, "commondir"), "rb") as f:  # a linked worktree's
+            common = os.path.join(git_dir, os.fsdecode(git.strip_newline(f.read())))
+    else:
+        return None
+    git_dir, common = os.path.realpath(git_dir), os.path.realpath(common)
+    if st.st_uid != uid or any(os.stat(p).st_uid != uid for p in (top, git_dir, common)):
+        return None
+    if not (
+        os.path.isdir(os.path.join(common, "objects"))
+        and os.path.isdir(os.path.join(common, "refs"))
+        and _plain_head(os.path.join(git_dir, "HEAD"))
+        and not os.path.lexists(os.path.join(git_dir, "config.worktree"))
+        and _plain_config(os.path.join(common, "config"))
+    ):
+        return None
+    prefix = "" if start == top else start[len(top) :].lstrip("/") + "/"
+    return Repo(git_dir, common, top, prefix, is_bare=False, object_format="sha1")
+
+
+def _plain_head(path: str) -> bool:
+    """HEAD is a file naming a branch or a commit (not a symlink, not something else)."""
+    import stat
+
+    if not stat.S_ISREG(os.lstat(path).st_mode):
+        return False
+    with open(path, "rb") as f:
+        head = f.read(512)
+    return head.startswith(b"ref: refs/") or (
+        len(head) in (41, 65) and head.endswith(b"\n") and head[:-1].isalnum()
+    )
+
+
+def _plain_config(path: str) -> bool:
+    with open(path, "rb") as f:
+        text = f.read().decode("utf-8").lower()
+    for usual in _CONFIG_USUAL:
+        text = text.replace(usual, "")
+    return not any(word in text for word in _CONFIG_UNUSUAL)
 
 
 def _path(text: str) -> Path:
@@ -247,28 +384,6 @@ def _from_rev_parse(res: git.Result, cwd: str | os.PathLike[str] | None) -> Repo
         is_bare=bare == b"true",
         object_format=fmt.decode() or "sha1",
     )
-
-
-def git_version() -> tuple[str, tuple[int, int] | None]:
-    """git's own words (``git version 2.39.5``) and its (major, minor), None when they
-    cannot be read (a vendor's build may add words around the number)."""
-    import re
-
-    res = git.run(["version"], check=False, readonly=False)
-    text = res.stdout.decode("utf-8", "replace").strip()
-    m = re.search(r"(\d+)\.(\d+)", text)
-    return text, (int(m.group(1)), int(m.group(2))) if m is not None else None
-
-
-def check_git_version() -> None:
-    """Raise a clear error when git is older than :data:`MIN_GIT` (checked only when
-    discovery went wrong: an old git fails there first)."""
-    text, version = git_version()
-    if version is not None and version < MIN_GIT:
-        raise GitTooOldError(
-            f"{text} ({git.real_git()}) is too old: guards needs git >= "
-            f"{MIN_GIT[0]}.{MIN_GIT[1]}; upgrade git or point GUARDS_REAL_GIT at a newer one"
-        )
 
 
 def _single(flag: str, cwd: str | os.PathLike[str] | None) -> bytes:
