@@ -5,9 +5,11 @@ expressions of its pure-Python fallbacks): a fifth of an agent hook, which runs 
 tool call and prompt. CPython's C accelerator ``_json``, which json itself runs on,
 needs neither. :func:`loads` calls its scanner; :func:`dumps` writes the plain values
 guards stores (str, int, float, bool, None, lists, dicts with str keys) and quotes
-strings with its encoder. Anything else goes to json itself, so answers and errors stay
-json's: an interpreter without ``_json``, a value of another type, a float json spells
-its own way (NaN, Infinity), a malformed document (its error message).
+strings with its encoder, or itself where no character needs escaping (``_json`` is a
+shared library to load: an edit's record writes only such strings, and reads no JSON).
+Anything else goes to json itself, so answers and errors stay json's: an interpreter
+without ``_json``, a value of another type, a float json spells its own way (NaN,
+Infinity), a malformed document (its error message).
 """
 
 from __future__ import annotations
@@ -17,11 +19,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from types import ModuleType
     from typing import Any
-
-try:
-    import _json
-except ImportError:  # pragma: no cover - an interpreter other than CPython
-    _json = None  # type: ignore[assignment]
 
 #: JSON's white space (RFC 8259), which may stand around a document.
 _WHITESPACE = " \t\n\r"
@@ -51,14 +48,64 @@ class _Options:
     parse_constant = staticmethod(_CONSTANTS.__getitem__)
 
 
-_scan = None if _json is None else _json.make_scanner(_Options())  # type: ignore[arg-type]
-_quote = None if _json is None else _json.encode_basestring_ascii
-_quote_unicode = None if _json is None else _json.encode_basestring
+_accelerated: ModuleType | None = None
+
+
+def _accelerator() -> ModuleType | None:
+    """CPython's ``_json``, loaded on first use; None on another interpreter."""
+    global _accelerated
+    if _accelerated is None:
+        try:
+            import _json  # type: ignore[import-not-found,unused-ignore]
+        except ImportError:  # pragma: no cover - an interpreter other than CPython
+            return None
+        _accelerated = _json
+    return _accelerated
+
+
+_scanner: Callable[[str, int], tuple[Any, int]] | None = None
+
+
+def _scan(text: str, start: int) -> tuple[Any, int]:
+    global _scanner
+    if _scanner is None:
+        accelerator = _accelerator()
+        assert accelerator is not None
+        _scanner = accelerator.make_scanner(_Options())
+    return _scanner(text, start)
+
+
+def _plain(text: str) -> bool:
+    """Whether json writes ``text`` as it is, between quotes (either way: ASCII only)."""
+    return text.isascii() and text.isprintable() and '"' not in text and "\\" not in text
+
+
+def _quote(text: str) -> str:
+    """``json.dumps(text)`` (ASCII only)."""
+    if _plain(text):
+        return '"' + text + '"'
+    quoted: str = _encoder().encode_basestring_ascii(text)
+    return quoted
+
+
+def _quote_unicode(text: str) -> str:
+    """``json.dumps(text, ensure_ascii=False)``."""
+    if _plain(text):
+        return '"' + text + '"'
+    quoted: str = _encoder().encode_basestring(text)
+    return quoted
+
+
+def _encoder() -> ModuleType:
+    accelerator = _accelerator()
+    if accelerator is None:  # pragma: no cover - an interpreter other than CPython
+        raise _NotPlain
+    return accelerator
 
 
 def loads(data: str | bytes | bytearray) -> Any:
     """``json.loads(data)``, the same value or the same error."""
-    if _scan is None:  # pragma: no cover - an interpreter other than CPython
+    if _accelerator() is None:  # pragma: no cover - an interpreter other than CPython
         return module().loads(data)
     if isinstance(data, (bytes, bytearray)):
         if data[:3] == b"\xef\xbb\xbf" or b"\x00" in data[:4]:
@@ -85,12 +132,10 @@ class _NotPlain(Exception):
 
 def dumps(value: object, *, ensure_ascii: bool = True) -> str:
     """``json.dumps(value, separators=COMPACT, ensure_ascii=...)``: the same text."""
-    quote = _quote if ensure_ascii else _quote_unicode
-    if quote is not None:
-        try:
-            return _encode(value, quote)
-        except (_NotPlain, RecursionError):  # json: "Circular reference detected", or deep
-            pass
+    try:
+        return _encode(value, _quote if ensure_ascii else _quote_unicode)
+    except (_NotPlain, RecursionError):  # json: "Circular reference detected", or deep
+        pass
     text: str = module().dumps(value, separators=COMPACT, ensure_ascii=ensure_ascii)
     return text
 

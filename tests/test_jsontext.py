@@ -28,6 +28,8 @@ DOCUMENTS = [
     False,
     None,
     "plain",
+    "plain/path with spaces ~ and {json} [chars]: 'quoted', #1",
+    "del \x7f",
     'a "quoted" \\ back\\slash',
     "tab\tnew\nline\rcarriage\x00nul\x1f",
     "é ü ß 日本 \U0001f600",
@@ -125,6 +127,24 @@ def _same_as_json(ours: Callable[[Any], object], theirs: Callable[[Any], object]
         assert str(raised.value) == str(e)
         return
     assert ours(arg) == expected
+
+
+def test_writing_plain_strings_loads_no_accelerator() -> None:
+    """An edit's record writes only strings json leaves as they are: no ``_json`` (a
+    shared library) is loaded for them, and what is written is json's own text."""
+    code = (
+        "import sys; from guards import jsontext; "
+        "print(jsontext.dumps(['a', 'src/x y.py', 1, {'k': None}]), '_json' in sys.modules, "
+        "jsontext.dumps('\\u00e9'), '_json' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [
+        '["a","src/x',
+        'y.py",1,{"k":null}]',
+        "False",
+        '"\\u00e9"',
+        "True",
+    ]
 
 
 def test_reading_and_writing_never_import_json() -> None:

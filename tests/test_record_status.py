@@ -218,7 +218,8 @@ def test_record_imports_nothing_heavy_and_takes_no_lock(repo: Path) -> None:
     # settings, no pathlib, no json/re/enum (the record is written by hand), no hashlib
     # (OpenSSL; CPython's own SHA-1 hashes the blob), and no filelock (~30-60 ms to
     # import): appends need no lock. No select either: the repository is found without
-    # running git (guards.git.repo.plain_layout), so no pipe is waited for.
+    # running git (guards.git.repo.plain_layout), so no pipe is waited for; and no _json
+    # (a shared library): the record's strings need no escaping and nothing is read.
     import os
     import subprocess
     import sys
@@ -228,7 +229,7 @@ def test_record_imports_nothing_heavy_and_takes_no_lock(repo: Path) -> None:
     (repo / "new.txt").write_text("x\n")
     heavy = (
         "argparse", "dataclasses", "enum", "filelock", "hashlib", "json", "pathlib",
-        "platformdirs", "re", "select", "socket", "subprocess", "typing",
+        "platformdirs", "re", "select", "_json", "socket", "subprocess", "typing",
     )  # fmt: skip
     code = (
         "import sys\n"
