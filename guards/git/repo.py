@@ -190,7 +190,8 @@ def config_bool(run: Runner, key: str) -> bool | None:
 
 
 def discover(cwd: str | os.PathLike[str] | None = None) -> Repo:
-    """The repository containing ``cwd``, from one ``git rev-parse`` call."""
+    """The repository containing ``cwd``: from its files in the common layouts
+    (:func:`plain_layout`), else from one ``git rev-parse`` call."""
     return Discovery(cwd).repo()
 
 
@@ -272,8 +273,8 @@ def plain_layout(cwd: str | os.PathLike[str] | None = None) -> Repo | None:
             name in _INERT_ENV or name.startswith(_INERT_ENV_PREFIXES)
         ):
             return None
-    if os.geteuid() == 0 and "SUDO_UID" in os.environ:
-        return None  # git's ownership rule for root has its own twist
+    if not hasattr(os, "geteuid") or (os.geteuid() == 0 and "SUDO_UID" in os.environ):
+        return None  # no owners to compare; git's ownership rule for root has a twist
     try:
         start = os.path.realpath(os.getcwd() if cwd is None else os.fspath(cwd))
         device = os.stat(start).st_dev
