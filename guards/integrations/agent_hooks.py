@@ -74,7 +74,7 @@ from guards.fsutil import nearest_directory
 from guards.integrations.copilot_hooks import COPILOT_EVENTS as COPILOT_EVENTS
 from guards.integrations.copilot_hooks import from_copilot
 from guards.integrations.hook_start import HARNESSES as HARNESSES
-from guards.integrations.hook_start import PROMPTS, event_cwd
+from guards.integrations.hook_start import PROMPTS, event_cwd, frame_text
 from guards.state.identity import MAX_ID_LENGTH as MAX_ID_LENGTH
 from guards.state.identity import session_for as session_for
 from guards.state.observation import OBSERVE_DIR
@@ -84,7 +84,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from guards.git import Pending
     from guards.git.repo import Discovery, Repo
     from guards.integrations.hook_start import Started
     from guards.protect.rescue import RescueResult
@@ -351,8 +350,14 @@ def _rescue_context(lines: list[str]) -> str:
     )
 
 
-def _ledger_dir(start: str) -> str | None:
-    """``<git common dir>/guards`` found by walking up (no git call), or None."""
+def _ledger_dir(start: str, repo: Repo | None = None) -> str | None:
+    """``<git common dir>/guards`` found by walking up (no git call), or None. ``repo``:
+    the repository found by walking up from ``start`` (no ``GIT_DIR``) already: where that
+    walk ended at a ``.git`` that is the common git dir, this one would end there too."""
+    if repo is not None and "GIT_DIR" not in os.environ:
+        dotgit = os.path.join(repo.toplevel_text, ".git") if repo.toplevel_text else None
+        if repo.common_dir_text == dotgit:
+            return repo.ledger_dir_text  # (and the barrier's modules need not load)
     from guards.state.barrier import locate
 
     found = locate(start)
@@ -723,32 +728,6 @@ def record_files(sid: str, files: list[str]) -> list[str]:
 # -- session events --------------------------------------------------------------------
 
 
-def frame_text(
-    cwd: str,
-    caller: str | None,
-    repo: Repo | None = None,
-    status: Pending | None = None,
-    discovery: Discovery | None = None,
-) -> str:
-    """The frame for a turn starting in ``cwd`` ("" when clean or not a repository);
-    ``repo``: its repository, found already; else ``discovery``: its ``git rev-parse``,
-    started there already; ``status``: its ``git status``, started there already."""
-    from guards.git.repo import NotARepositoryError, discover
-    from guards.report import frame
-
-    try:
-        if repo is None:
-            repo = discover(cwd) if discovery is None else discovery.repo()
-    except NotARepositoryError:
-        return ""
-    if repo.toplevel_text is None:  # (text: no pathlib before every prompt)
-        return ""
-    found = frame.collect(repo, caller, status)
-    if not found.entries:
-        return ""
-    return frame.render(found, frame.configured_max_paths(repo))
-
-
 def _session_start(harness: str, event: dict[str, Any]) -> int:
     sid = _identify(harness, event)
     _export_identity(sid)
@@ -772,27 +751,18 @@ def _frame_event(
     sid = _identify(harness, event)
     cwd = _cwd(event)
     from guards.errors import GuardsError
+    from guards.integrations.hook_start import start_calls
 
-    status, discovery = (started.status, started.discovery) if started else (None, None)
-    try:
-        if status is None or discovery is None:
-            from guards.git.dirty import start_reading
-            from guards.git.repo import Discovery
-
-            # The frame's git status, the longest part, first; then the repository's
-            # discovery: both run while the ledger and the frame are imported and touched.
-            status = start_reading(cwd=cwd)
-            discovery = Discovery(cwd)
-        repo = _touch(cwd, sid, label=f"{harness} session", discovery=discovery)
-        text = frame_text(cwd, sid, repo, status, discovery)
+    try:  # (git runs while the session is touched and the frame's modules load)
+        started = started or start_calls(event)
+        repo = _touch(cwd, sid, label=f"{harness} session", discovery=started.discovery)
+        text = frame_text(cwd, sid, repo, started)
     except GuardsError as e:  # the frame never blocks the turn it frames
         _say(f"guards agent-hook: frame: {first_line(e)}")
         return 0
-    finally:  # both waited for, whatever happened (again: the same answer)
-        if status is not None:
-            status.result(check=False)
-        if discovery is not None:
-            discovery.finish()
+    finally:  # waited for, whatever happened (again: the same answers)
+        if started is not None:
+            started.finish()
     if not text:
         return 0
     if harness == "droid" and name == "SessionStart":
@@ -852,24 +822,10 @@ def _touch(
         return None
     # One journal record: the label and worktree fill only empty fields.
     ws.ledger.append([touch_record(sid, time.time(), label, ws.repo.toplevel_text)], durable=False)
-    ledger = _markers_ledger_dir(ws.repo, cwd)
+    ledger = _ledger_dir(cwd, ws.repo)
     if ledger is not None:  # the shell gate answers only where the markers' folder is
         os.makedirs(os.path.join(ledger, OBSERVE_DIR), exist_ok=True)
     return ws.repo
-
-
-def _markers_ledger_dir(repo: Repo, cwd: str) -> str | None:
-    """:func:`_ledger_dir` of ``cwd``, whose repository git found: when git found it by
-    walking up from ``cwd`` (no ``GIT_DIR``) to a top level whose ``.git`` is the common
-    git dir, the walk ends there too, so it need not run (nor its modules load)."""
-    top = repo.toplevel_text
-    if (
-        top is not None
-        and "GIT_DIR" not in os.environ
-        and repo.common_dir_text == os.path.join(top, ".git")
-    ):
-        return repo.ledger_dir_text
-    return _ledger_dir(cwd)
 
 
 def _persist(ws: Workspace, sid: str) -> None:

@@ -1,11 +1,11 @@
-"""An agent hook's first moments: the git calls of a prompt's frame, started before the
-rest of guards loads.
+"""A prompt's frame from an agent hook's first moments: its git calls, started before
+the rest of guards loads, and its text (:func:`frame_text`).
 
-A prompt's frame (guards.integrations.agent_hooks) waits for one ``git status`` of the
-checkout, the longest part of its answer, and for the repository's discovery. Started
-here, as soon as the event is read, both run while Python imports the event handlers,
-the ledger and the frame, instead of after. Only payloads that already have Claude
-Code's shape are read here (Claude Code, Codex, Gemini CLI); the other harnesses'
+A prompt's frame waits for one ``git status`` of the checkout, the longest part of its
+answer, and for the repository's discovery. Started here, as soon as the event is read,
+both run while Python imports the event handlers (guards.integrations.agent_hooks), the
+ledger and the frame, instead of after. Only payloads that already have Claude Code's
+shape are read this early (Claude Code, Codex, Gemini CLI); the other harnesses'
 prompts start the same calls a little later, in the handler.
 """
 
@@ -20,7 +20,7 @@ TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from typing import Any
 
-    from guards.git.repo import Discovery
+    from guards.git.repo import Discovery, Repo
 
 HARNESSES = ("claude", "codex", "gemini", "copilot", "qwen", "opencode", "droid")
 #: A prompt's turn begins (Claude, Codex; Gemini).
@@ -63,17 +63,44 @@ def start(harness: str, raw: bytes) -> Started | None:
         return None  # the handler answers a malformed event
     if not isinstance(event, dict) or event.get("hook_event_name") not in PROMPTS:
         return None
-    cwd = event_cwd(event)
     try:
-        # What guards.git.dirty.start_reading asks, without loading that module yet.
-        status = git.start(git.status_args(), cwd=cwd)
+        return start_calls(event)
     except GuardsError:
         return None
+
+
+def start_calls(event: dict[str, Any]) -> Started:
+    """The frame's git calls for ``event`` (read as Claude Code's), started in its
+    directory: git status first, the longer of the two. Raises when git cannot start."""
+    cwd = event_cwd(event)
+    # What guards.git.dirty.start_reading asks, without loading that module yet.
+    status = git.start(git.status_args(), cwd=cwd)
     from guards.git.repo import Discovery
 
     try:
         discovery = Discovery(cwd)
     except GuardsError:
         status.result(check=False)
-        return None
+        raise
     return Started(event, status, discovery)
+
+
+def frame_text(
+    cwd: str, caller: str | None, repo: Repo | None = None, started: Started | None = None
+) -> str:
+    """The frame for a turn starting in ``cwd`` ("" when clean or not a repository);
+    ``repo``: its repository, found already; ``started``: its git calls, running."""
+    from guards.git.repo import NotARepositoryError, discover
+    from guards.report import frame
+
+    try:
+        if repo is None:
+            repo = discover(cwd) if started is None else started.discovery.repo()
+    except NotARepositoryError:
+        return ""
+    if repo.toplevel_text is None:  # (text: no pathlib before every prompt)
+        return ""
+    found = frame.collect(repo, caller, started.status if started else None)
+    if not found.entries:
+        return ""
+    return frame.render(found, frame.configured_max_paths(repo))
