@@ -452,6 +452,35 @@ RAW = {
 }
 
 
+def test_a_rescue_reads_each_file_once_and_runs_no_clean_filter(repo: Path, tmp_path: Path) -> None:
+    # The rescue keeps raw bytes, read once as they are streamed into the store: git is
+    # not asked to hash those files again (a clean filter, git-lfs's say, would run for
+    # each of them for nothing).
+    log = tmp_path / "clean.log"
+    script = tmp_path / "clean.sh"
+    script.write_text(f'#!/bin/sh\necho "$1" >> {shlex.quote(str(log))}\ngrep -v SECRET\n')
+    script.chmod(0o755)
+    git(repo, "config", "filter.drop.clean", f"{shlex.quote(str(script))} %f")
+    git(repo, "config", "filter.drop.smudge", "cat")
+    (repo / ".gitattributes").write_text("*.txt filter=drop\n")
+    names = [f"n{i}.txt" for i in range(60)]  # enough to be packed (see UNPACK_LIMIT)
+    for name in names:
+        (repo / name).write_bytes(b"a\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "filtered files")
+    for name in names:
+        (repo / name).write_bytes(f"{name}\nSECRET the filter drops\n".encode())
+    log.unlink()
+    before = observe(repo)
+    (result,) = rescue_paths(
+        Workspace.open(repo), [AtRiskPath(n, "alice") for n in names], command="reset --hard"
+    )
+    assert not log.exists(), log.read_text()
+    assert observe(repo) == before
+    for name in names:
+        assert blob(repo, result.ref, name) == (repo / name).read_bytes(), name
+
+
 @pytest.mark.parametrize("way", WAYS)
 def test_a_rescue_holds_the_raw_bytes_and_restores_them_byte_for_byte(
     repo: Path, tmp_path: Path, way: str

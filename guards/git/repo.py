@@ -170,6 +170,11 @@ class Repo(Value):
         yes unless set false)."""
         return config_bool(self.run, "core.filemode") is not False
 
+    def symlinks(self) -> bool:
+        """Whether git keeps symlinks as symlinks here (``core.symlinks``: yes unless set
+        false; git init sets it false where the file system has none)."""
+        return config_bool(self.run, "core.symlinks") is not False
+
     def hooks_dir(self) -> Path:
         """The hooks directory git reads for this repository (``core.hooksPath`` honoured)."""
         res = self.run(["rev-parse", "--path-format=absolute", "--git-path", "hooks"])

@@ -35,7 +35,9 @@ from guards.git.entries import (
 )
 from guards.git.files import holds_repository, is_regular_file, special_mode_kind, walk_files
 from guards.git.objects import (
+    EXECUTABLE,
     GITLINK,
+    REGULAR,
     SYMLINK,
     blob_oid,
     empty_tree,
@@ -224,7 +226,9 @@ class Capture:
     ) -> Capture:
         """Hash ``paths`` into a private index; ``on_hashed`` runs once their blobs exist.
         ``before_hashing`` runs (waits) right before git hashes the files: blobs already
-        in the store by then are not written again. ``looks``: see :func:`look`."""
+        in the store by then are not written again; what it returns, if a dict, is what
+        :func:`disk_states` read and stored of them (``store=True``): those files are not
+        hashed again. ``looks``: see :func:`look`."""
         cap = cls(repo=repo, paths=list(dict.fromkeys(paths)))
         try:
             cap._take(on_hashed, before_hashing, looks)
@@ -292,21 +296,26 @@ class Capture:
         ]
         special = set(self.special)
         hashed = [p for p in self.paths if p not in special]
-        if before_hashing is not None:
-            before_hashing()
-        self._private(
-            base,
-            [
-                "update-index",
-                "--add",
-                "--remove",
-                "--replace",
-                "--ignore-skip-worktree-entries",
-                "-z",
-                "--stdin",
-            ],
-            git.nul_join(hashed),
-        )
+        stored = before_hashing() if before_hashing is not None else None
+        read, by_git = self._read_already(hashed, stored if isinstance(stored, dict) else {})
+        if by_git:
+            self._private(
+                base,
+                [
+                    "update-index",
+                    "--add",
+                    "--remove",
+                    "--replace",
+                    "--ignore-skip-worktree-entries",
+                    "-z",
+                    "--stdin",
+                ],
+                git.nul_join(by_git),
+            )
+        if read:
+            # After git's own pass, which removed what gave way (a file where a directory
+            # was, or the reverse); these entries replace whatever stands in their way.
+            self._private(base, ["update-index", "-z", "--index-info"], b"".join(read))
         if on_hashed is not None:
             on_hashed(self)
         stray = self._write_all_tree()
@@ -331,6 +340,29 @@ class Capture:
         ]
         if missing_but_kept:
             self.skip_worktree = self._skip_worktree(missing_but_kept)
+
+    def _read_already(
+        self, paths: list[str], stored: dict[str, object]
+    ) -> tuple[list[bytes], list[str]]:
+        """The index entries of the regular files whose raw bytes were read and stored
+        whole already (``stored``: path -> what :func:`disk_states` found), and the
+        paths left for git to hash: anything else (gone, a directory, a symlink, whose
+        blob is not stored there, a file that changed while read). git would only hash
+        those files again, and a rescue keeps their raw bytes in the end anyway (see
+        rescue.verify). Only where git takes the mode from the disk as that read did:
+        with ``core.fileMode`` or ``core.symlinks`` off, git may keep the index's, and
+        every path goes to git."""
+        read: list[bytes] = []
+        by_git: list[str] = []
+        if stored and not (self.repo.filemode() and self.repo.symlinks()):
+            stored = {}
+        for p in paths:
+            state = stored.get(p)
+            if isinstance(state, Entry) and state.oid and state.mode in (REGULAR, EXECUTABLE):
+                read.append(index_info_line(p, state, self.fmt))
+            else:
+                by_git.append(p)
+        return read, by_git
 
     def _unhide(self, index: Path, listed: set[str]) -> None:
         """In the private index, clear the assume-unchanged and skip-worktree flags of

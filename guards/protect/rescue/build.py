@@ -380,6 +380,7 @@ def build_snapshots(
         )
         try:
             disk = disk_states(repo, all_paths, True, store=True, on_file=shown.tick)
+            read.update(disk)
         finally:
             stored.set()  # never leave the capture waiting
         shown.done()
@@ -392,10 +393,16 @@ def build_snapshots(
         shown.done()
         return disk, oids, bad
 
+    read: dict[str, State | str] = {}  # what the early check read and stored
+
+    def stored_read() -> dict[str, State | str]:
+        stored.wait()
+        return read
+
     early = _Beside(early_check)
     try:
         cap = Capture.take(
-            repo, all_paths, on_hashed=on_hashed, before_hashing=stored.wait, looks=looks
+            repo, all_paths, on_hashed=on_hashed, before_hashing=stored_read, looks=looks
         )
     finally:
         hashed.set()  # never leave the checker waiting
