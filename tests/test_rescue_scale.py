@@ -167,3 +167,35 @@ def test_a_guarded_reset_looks_at_each_file_in_reach_once_per_look(
     # files gone, the look before git. (The staged file is looked at twice more.)
     looks = {p: counts.get(p, 0) for p in tracked if p != "d0/e0/t0.txt"}
     assert max(looks.values()) <= 4, sorted(set(looks.values()))
+
+
+def test_no_cycle_collection_runs_while_a_command_is_guarded(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every collection walks every live object: with a few per path in reach, a fifth of
+    # a big guarded command went there. Off while guarding (judging, rescuing, looking
+    # again), back on after.
+    import gc
+    import os
+
+    from guards.predict import cmdline
+    from guards.protect import decide
+    from guards.protect.guard import guard_command
+
+    tracked = big_dirty_repo(repo)[: FILES // 2]
+    record(repo, "alice", *tracked)
+    monkeypatch.setenv("GUARDS_SESSION", "bob")
+    monkeypatch.chdir(repo)
+    cmd = cmdline.parse(["reset", "-q", "--hard"], dict(os.environ), os.fspath(repo))
+    enabled: list[bool] = []
+    judge = decide.decide
+
+    def judging(*args: Any, **kw: Any) -> decide.Decision:
+        enabled.append(gc.isenabled())
+        return judge(*args, **kw)
+
+    monkeypatch.setattr(decide, "decide", judging)
+    (result,) = guard_command(cmd)
+    assert result.owner == "alice"
+    assert enabled and not any(enabled)
+    assert gc.isenabled()

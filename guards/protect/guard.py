@@ -59,13 +59,34 @@ def guard_command(
         return []
     announced = _enter_destroy(cmd) if announce and plan is None else None
     try:
-        return _guard_command(cmd, report=report, via=via, line=line, plan=plan)
+        with _no_cycle_collection():
+            return _guard_command(cmd, report=report, via=via, line=line, plan=plan)
     except BaseException:
         if announced is not None:
             from guards import fsutil
 
             fsutil.remove(announced)  # git will not run: writers need not wait
         raise
+
+
+class _no_cycle_collection:
+    """Python's cycle collector off while a command is guarded. A guard makes a few
+    objects per path in reach (50,000 paths: a few hundred thousand), and reference
+    counting frees them; the collector, run every few hundred allocations, walks every
+    live object again and again: a fifth of a 50,000-file guarded reset (3.2 s -> 2.5 s
+    without it). The guard's process ends soon after, or turns it back on here."""
+
+    def __enter__(self) -> None:
+        import gc
+
+        self._was = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        import gc
+
+        if self._was:
+            gc.enable()
 
 
 def _enter_destroy(cmd: GitCommand) -> str | None:
