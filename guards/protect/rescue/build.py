@@ -359,10 +359,10 @@ def build_snapshots(
         _check_nested(ws, [r for r in repos if r not in handled])
     _check_caps(ws, all_paths, looks)
     # Verification overlaps the capture. The files are read once, here, their raw bytes
-    # packed into the store (fast-import)
-    # while git waits; git then hashes them into the private index and finds those blobs
-    # stored already (it writes only what its filters changed), while their blobs are
-    # read back here.
+    # packed into the store (fast-import) while git waits; their ids then go into the
+    # private index as they are (git hashes only what was not read whole: see
+    # Capture._read_already), and their blobs are read back here while git writes the
+    # trees.
     hashed = threading.Event()
     stored = threading.Event()
     env: dict[str, str] = {}
