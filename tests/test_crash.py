@@ -457,19 +457,26 @@ while True:
 """
 
 
+@pytest.mark.parametrize(("seeded", "trials"), [(0, 16), (100_000, 8)])
 def test_writers_and_compactions_killed_mid_append_lose_no_acknowledged_record(
-    tmp_path: Path,
+    tmp_path: Path, seeded: int, trials: int
 ) -> None:
     """SIGKILL an appending writer (and a compaction running beside it) at random
     moments, trial after trial: the ledger always loads, untouched by any "kept aside",
-    and every append that returned is in it."""
+    and every append that returned is in it; also with 100,000 attributions in the
+    worktree the compactions fold (each takes long enough to be killed midway)."""
     seed = int(os.environ.get("GUARDS_CRASH_SEED", random.randrange(1 << 30)))
     rng = random.Random(seed)
     directory = tmp_path / "guards"
     ledger = Ledger(directory)
+    if seeded:
+        fp = {"size": 1, "mtime_ns": 2, "mode": 33188, "inode": 3, "blob": "cd" * 20}
+        record = {"session": "seed", "fingerprint": fp, "recorded": 1.0, "source": "record"}
+        with ledger.transaction() as data:
+            data.attributions("/w").update({f"seed/{i}": record for i in range(seeded)})
     env = {**os.environ, "GUARDS_LEDGER_COMPACT_BYTES": "60000"}
     acked: dict[str, int] = {}
-    for trial in range(16):
+    for trial in range(trials):
         writer = subprocess.Popen(
             [sys.executable, "-c", _APPENDER, str(directory), str(trial)],
             stdout=subprocess.PIPE,
@@ -496,6 +503,7 @@ def test_writers_and_compactions_killed_mid_append_lose_no_acknowledged_record(
         where = f"seed={seed} trial={trial}"
         assert problem is None and data is not None, f"{where}: {problem}"
         present = data.paths.get("/w", {})
+        assert len([k for k in present if k.startswith("seed/")]) == seeded, where
         for t, n in acked.items():
             for i in range(n):
                 for k in (0, 24):
