@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import env, generate_repo
-from guards.git import status_args
+from guards.git.process import status_args
 
 STATUS = ["git", "--no-optional-locks", *status_args()]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from guards import git as guards_git
+from guards.git import process as guards_git
 from guards.state.identity import HARNESS_SESSION_ENV
 from tests.helpers import PROJECT_ROOT, make_repo
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import guards
-from guards.git import find_real_git
+from guards.git.process import find_real_git
 from guards.state.workspace import Workspace, record_paths
 from tests import warm
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from guards.commands.agent_hook import session_for
-from guards.git import CONTEXT_QUERY
+from guards.git.process import CONTEXT_QUERY
 from guards.protect import receipts
 from guards.protect.guard import guard_line
 from guards.state.observation import observe

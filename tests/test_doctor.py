@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from guards import doctor
-from guards import git as guards_git
 from guards.config import Config
 from guards.doctor import Finding
+from guards.git import process as guards_git
 from guards.integrations.installation import SAFE_ALIASES
 from guards.integrations.native_hooks import MARKER
 from guards.state.attribution import Attribution, fingerprint

@@ -319,7 +319,7 @@ def test_an_install_manifest_is_0600_flushed_and_a_failed_write_leaves_nothing(
 
 
 def test_the_shim_is_0755_whatever_the_umask(tmp_path: Path) -> None:
-    from guards import git
+    from guards.git import process as git
     from guards.integrations.installation import plan_shim
 
     bindir = tmp_path / "bin"

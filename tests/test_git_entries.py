@@ -64,7 +64,7 @@ def test_index_and_tree_listings_keep_odd_names_and_stages(tmp_path: Path) -> No
 def test_counting_a_status_agrees_with_parsing_it(tmp_path: Path) -> None:
     """Every kind of record (changed, added, deleted, unmerged, untracked, ignored, a
     rename record's second path): the count is the parse's length."""
-    from guards import git as guards_git
+    from guards.git import process as guards_git
     from guards.git.dirty import count_porcelain_v2, parse_porcelain_v2
 
     repo = make_repo(tmp_path / "repo", {"a.txt": "a\n", "b.txt": "b\n", ".gitignore": "*.log\n"})

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from guards import git as guards_git
 from guards.commands import agent_hook
 from guards.commands.agent_hook import session_for
+from guards.git import process as guards_git
 from guards.predict.shell import analyze, patch_paths
 from guards.state.workspace import Workspace, record_paths
 from tests.helpers import git, make_repo, run_guards

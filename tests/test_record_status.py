@@ -219,7 +219,8 @@ def test_record_imports_nothing_heavy_and_takes_no_lock(repo: Path) -> None:
     # (OpenSSL; CPython's own SHA-1 hashes the blob), and no filelock (~30-60 ms to
     # import): appends need no lock. No select either: the repository is found without
     # running git (guards.git.repo.plain_layout), so no pipe is waited for; and no _json
-    # (a shared library): the record's strings need no escaping and nothing is read.
+    # (a shared library): the record's strings need no escaping and nothing is read; nor
+    # the code that runs git (guards.git.process), as nothing is run.
     import os
     import subprocess
     import sys
@@ -230,6 +231,7 @@ def test_record_imports_nothing_heavy_and_takes_no_lock(repo: Path) -> None:
     heavy = (
         "argparse", "dataclasses", "enum", "filelock", "hashlib", "json", "pathlib",
         "platformdirs", "re", "select", "_json", "socket", "subprocess", "typing",
+        "guards.git.process",
     )  # fmt: skip
     code = (
         "import sys\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from guards import git as guards_git
+from guards.git import process as guards_git
 from guards.git.repo import (
     _DISCOVERY_FLAGS,
     NotARepositoryError,

@@ -352,7 +352,7 @@ def test_a_stash_with_untracked_files_is_kept_but_never_pushed(
 
 
 def test_push_outcomes_are_typed_from_git_words() -> None:
-    from guards.git import Result
+    from guards.git.process import Result
     from guards.protect.rescue import classify_push
 
     ref = "refs/rescue/a/1-x"

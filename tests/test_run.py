@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from guards.git import CONTEXT_QUERY
+from guards.git.process import CONTEXT_QUERY
 from tests.guarded import install_aliases, install_shim, run_via
 from tests.helpers import PROJECT_ROOT, counting_git, git, run_guards
 

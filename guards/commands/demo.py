@@ -15,8 +15,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from guards import git, output
+from guards import output
 from guards.errors import ExitCode, GuardsError
+from guards.git import process as git
 
 HELP = "a self-contained tour on a scratch repository: two sessions, a reset, the rescue"
 

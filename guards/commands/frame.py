@@ -64,7 +64,7 @@ def _guarded(max_value: str | None, as_json: bool) -> int:
 
 
 def _frame(max_value: str | None, as_json: bool) -> None:
-    from guards import git
+    from guards.git import process as git
     from guards.git.repo import Discovery
 
     max_paths = _parse_max(max_value)

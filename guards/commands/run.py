@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import sys
 
-from guards import git
 from guards.errors import DISABLE_ENV, OVERRIDE_HINT, ExitCode, UsageError, boundary
+from guards.git import process as git
 from guards.output import error
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time

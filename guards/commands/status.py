@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from guards import output
 from guards.errors import ExitCode, UsageError
-from guards.git import GitError
 from guards.git.dirty import finish_reading, start_reading
+from guards.git.process import GitError
 from guards.report.status import collect, status_document
 from guards.state.workspace import Workspace
 

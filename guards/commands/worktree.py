@@ -12,7 +12,7 @@ from typing import Any
 
 from guards import output
 from guards.errors import ExitCode, GuardsError, RefusedError, UsageError
-from guards.git import GitError
+from guards.git.process import GitError
 from guards.git.worktrees import list_worktrees
 from guards.output import show_path
 from guards.protect.land import is_landed, starting_branch, target_of
@@ -154,14 +154,14 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _rev(top: Path, rev: str) -> str | None:
-    from guards import git
+    from guards.git import process as git
 
     res = git.run(["rev-parse", "--verify", "-q", f"{rev}^{{commit}}"], cwd=top, check=False)
     return res.stdout.decode().strip() or None if res.returncode == 0 else None
 
 
 def _branch(top: Path) -> str | None:
-    from guards import git
+    from guards.git import process as git
     from guards.git.history import symbolic_head
     from guards.git.names import branch_name
 

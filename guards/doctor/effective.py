@@ -67,7 +67,7 @@ def _runner_finding(check: str, what: str, text: str, fix: str) -> Finding | Non
 
 def check_artifacts(ctx: Context) -> list[Finding]:
     """Aliases, the shim on PATH, native hooks and harness settings: what each runs."""
-    from guards import git
+    from guards.git import process as git
 
     findings: list[Finding] = []
     args = ["config", "-z", "--get-regexp", r"^alias\.safe-"]
@@ -363,8 +363,8 @@ def check_framework(ctx: Context) -> list[Finding]:
 def check_shim_on_path(ctx: Context) -> list[Finding]:
     """A shim that `guards install --shim` wrote but that is not the `git` on PATH guards
     nothing."""
-    from guards import git
     from guards.doctor.setup import first_git_on_path
+    from guards.git import process as git
 
     shims = [d for d in read_manifest(user_manifest_path()).get("shims", []) if isinstance(d, str)]
     first = first_git_on_path()
@@ -393,7 +393,7 @@ def _dirty_counts(worktrees: list[str]) -> tuple[dict[str, int], list[str]]:
     read). A few ``git status`` run at a time (hundreds of worktrees of 100,000 files
     each are a fleet's normal), each only counted; one that fails is read again the
     careful way (:func:`read_dirty`, which steps around a submodule git cannot read)."""
-    from guards import git
+    from guards.git import process as git
     from guards.git.dirty import count_porcelain_v2, read_dirty
     from guards.git.repo import discover
 

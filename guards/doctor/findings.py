@@ -6,9 +6,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from guards import git, output
+from guards import output
 from guards.config import KEYS, Config
 from guards.errors import GuardsError
+from guards.git import process as git
 from guards.git.repo import Repo
 from guards.git.worktrees import GitWorktree, list_worktrees
 from guards.state.ledger import Ledger, LedgerData, LedgerUnreadableError

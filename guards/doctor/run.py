@@ -6,7 +6,6 @@ import os
 import time
 from collections.abc import Iterable
 
-from guards import git
 from guards.config import Config
 from guards.doctor.effective import (
     check_artifacts,
@@ -34,6 +33,7 @@ from guards.doctor.setup import (
 from guards.doctor.work import check_dirty, check_operations, check_rescues, check_stashes
 from guards.doctor.worktrees import check_graveyard, check_worktrees
 from guards.errors import GuardsError
+from guards.git import process as git
 from guards.git.repo import NotARepositoryError, Repo, discover
 from guards.state.ledger import Ledger
 

@@ -6,10 +6,10 @@ import os
 import re
 from pathlib import Path
 
-from guards import git
 from guards.config import KEYS
 from guards.doctor.findings import Context, Finding, Level, listing
-from guards.git.repo import MIN_GIT, git_version
+from guards.git import process as git
+from guards.git.process import MIN_GIT, git_version
 from guards.integrations.installation import SAFE_ALIASES
 from guards.integrations.native_hooks import is_native_hook
 from guards.output import show_path

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from guards import git
 from guards.errors import ExitCode
+from guards.git import process as git
 from guards.git.worktrees import LIST_ARGS, parse_worktree_list
 from guards.state.repositories import KnownRepository, drop, known
 

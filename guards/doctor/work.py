@@ -6,10 +6,10 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from guards import git
 from guards.doctor.findings import Context, Finding, Level, days, listing, plural
 from guards.errors import GuardsError
 from guards.git import operations
+from guards.git import process as git
 from guards.git.dirty import DirtyPath, parse_porcelain_v2, read_dirty
 from guards.git.refs import for_each_ref
 from guards.git.repo import Repo

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from guards import git
+from guards.git import process as git
 from guards.git.files import holds_repository
 from guards.git.names import FileMode, ObjectId
 from guards.git.objects import GITLINK, ZERO_MODE

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from guards import git
+from guards.git import process as git
 from guards.git.objects import ZERO_MODE, zero_oid
 from guards.values import Value
 

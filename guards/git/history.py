@@ -13,7 +13,7 @@ TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from guards.git import Result
+    from guards.git.process import Result
 
     #: How a question reaches git: a repository's ``run`` (argv, stdin) -> result.
     Runner = Callable[..., Result]
@@ -60,7 +60,7 @@ def ancestry(run: Runner, ancestor: str, descendant: str, *, strict: bool = Fals
     args = ["merge-base", "--is-ancestor", ancestor, descendant]
     res = run(args, check=False)
     if res.returncode not in (0, 1) and strict:
-        from guards.git import GitError
+        from guards.git.process import GitError
 
         raise GitError(args, res.returncode, res.stderr)
     return {0: True, 1: False}.get(res.returncode)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from guards import git
+from guards.git import process as git
 from guards.git.names import ObjectId, RefName
 from guards.values import Value
 

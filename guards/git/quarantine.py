@@ -21,7 +21,7 @@ import subprocess
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from guards import git
+from guards.git import process as git
 from guards.git.objects import object_hasher, object_oid
 
 TYPE_CHECKING = False  # see guards.values: typing costs every rescue start-up time

@@ -8,7 +8,7 @@ TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from guards.git import Result
+    from guards.git.process import Result
 
     #: How a question reaches git: a repository's ``run`` (argv, ...) -> result.
     Runner = Callable[..., Result]

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import os
 
-from guards import git
 from guards.errors import ExitCode, GuardsError
-from guards.git import MIN_GIT as MIN_GIT  # (where guards read them before)
-from guards.git import GitTooOldError as GitTooOldError
-from guards.git import check_git_version as check_git_version
-from guards.git import git_version as git_version
 from guards.git.names import ObjectId, RefName
 from guards.values import Value
 
@@ -17,6 +12,7 @@ TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from guards.git.process import Result
     from guards.git.refs import Runner
 
 _DISCOVERY_FLAGS = (
@@ -123,8 +119,10 @@ class Repo(Value):
         stdin: bytes | None = None,
         extra_env: dict[str, str] | None = None,
         readonly: bool = True,
-    ) -> git.Result:
+    ) -> Result:
         """git with this repository's work tree (or git dir, when bare) as cwd."""
+        from guards.git import process as git  # (here: a record finds its repository without it)
+
         return git.run(
             args,
             cwd=self.toplevel_text or self.git_dir_text,  # text: no pathlib for a call
@@ -140,8 +138,10 @@ class Repo(Value):
         if "GIT_INDEX_FILE" not in os.environ:
             # git's layout: the index is "index" in the (per-worktree) git dir; no git call.
             return os.path.join(self.git_dir_text, "index")
+        from guards.git.process import strip_newline
+
         res = self.run(["rev-parse", "--path-format=absolute", "--git-path", "index"])
-        return os.fsdecode(git.strip_newline(res.stdout))
+        return os.fsdecode(strip_newline(res.stdout))
 
     def head_tree_or_empty(self) -> str:
         """HEAD's tree, or the empty tree on an unborn branch."""
@@ -177,8 +177,10 @@ class Repo(Value):
 
     def hooks_dir(self) -> Path:
         """The hooks directory git reads for this repository (``core.hooksPath`` honoured)."""
+        from guards.git.process import strip_newline
+
         res = self.run(["rev-parse", "--path-format=absolute", "--git-path", "hooks"])
-        return _path(os.fsdecode(git.strip_newline(res.stdout)))
+        return _path(os.fsdecode(strip_newline(res.stdout)))
 
     def operations_in_progress(self) -> list[str]:
         """merge, rebase, cherry-pick, revert, am, bisect (see guards.git.operations)."""
@@ -210,9 +212,11 @@ class Discovery:
     def __init__(self, cwd: str | os.PathLike[str] | None = None) -> None:
         self._cwd = cwd
         self._found = plain_layout(cwd)
-        self._pending = (
-            None if self._found else git.start(["rev-parse", *_DISCOVERY_FLAGS], cwd=cwd)
-        )
+        self._pending = None
+        if self._found is None:
+            from guards.git import process as git  # (here: the common layouts need no git)
+
+            self._pending = git.start(["rev-parse", *_DISCOVERY_FLAGS], cwd=cwd)
 
     def repo(self) -> Repo:
         """The repository; :class:`NotARepositoryError` when there is none."""
@@ -319,7 +323,8 @@ def _plain_repo(top: str, dotgit: str, st: os.stat_result, start: str) -> Repo |
             return None
         git_dir = os.path.join(top, os.fsdecode(line[len(b"gitdir: ") : -1]))
         with open(os.path.join(git_dir, "commondir"), "rb") as f:  # a linked worktree's
-            common = os.path.join(git_dir, os.fsdecode(git.strip_newline(f.read())))
+            # (git trims every CR and LF at the end, as here: setup.c's get_common_dir)
+            common = os.path.join(git_dir, os.fsdecode(f.read().rstrip(b"\r\n")))
     else:
         return None
     git_dir, common = os.path.realpath(git_dir), os.path.realpath(common)
@@ -364,7 +369,9 @@ def _path(text: str) -> Path:
     return Path(text)
 
 
-def _from_rev_parse(res: git.Result, cwd: str | os.PathLike[str] | None) -> Repo:
+def _from_rev_parse(res: Result, cwd: str | os.PathLike[str] | None) -> Repo:
+    from guards.git.process import check_git_version
+
     lines = res.stdout.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
@@ -393,6 +400,8 @@ def _from_rev_parse(res: git.Result, cwd: str | os.PathLike[str] | None) -> Repo
 
 
 def _single(flag: str, cwd: str | os.PathLike[str] | None) -> bytes:
+    from guards.git import process as git
+
     args = ["rev-parse", "--path-format=absolute", flag]
     res = git.run(args, cwd=cwd, check=False)
     return git.strip_newline(res.stdout) if res.returncode == 0 else b""

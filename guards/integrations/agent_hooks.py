@@ -68,9 +68,10 @@ from __future__ import annotations
 import os
 import sys
 
-from guards import git, jsontext
+from guards import jsontext
 from guards.errors import boundary, first_line
 from guards.fsutil import nearest_directory
+from guards.git import process as git
 from guards.integrations.copilot_hooks import COPILOT_EVENTS as COPILOT_EVENTS
 from guards.integrations.copilot_hooks import from_copilot
 from guards.integrations.hook_start import HARNESSES as HARNESSES

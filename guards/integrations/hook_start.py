@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import os
 
-from guards import git, jsontext
+from guards import jsontext
 from guards.errors import GuardsError
+from guards.git import process as git
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:

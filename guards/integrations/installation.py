@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from guards import git
 from guards.errors import UsageError
 from guards.fsutil import EXECUTABLE, PRIVATE, atomic_write
+from guards.git import process as git
 
 MANIFEST = "installed.json"
 SHIM_MARKER_FILE = ".guards-shim"

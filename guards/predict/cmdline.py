@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 
-from guards import git
 from guards.errors import UnknownStateError, UsageError
+from guards.git import process as git
 from guards.predict import DESTRUCTIVE_SUBCOMMANDS as DESTRUCTIVE_SUBCOMMANDS
 from guards.predict.options import git_rejects, parse_options
 from guards.values import Value

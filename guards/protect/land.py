@@ -27,8 +27,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
-from guards import git
 from guards.errors import GuardsError, UsageError
+from guards.git import process as git
 from guards.git.dirty import read_dirty
 from guards.git.history import default_branch
 from guards.git.merge import (
@@ -45,7 +45,8 @@ from guards.git.merge import (
 )
 from guards.git.names import HEADS, BranchName, RefName, branch_name, branch_ref
 from guards.git.operations import in_progress, rebase_file
-from guards.git.repo import Repo, discover, git_version
+from guards.git.process import git_version
+from guards.git.repo import Repo, discover
 from guards.git.worktrees import GitWorktree, list_worktrees
 from guards.output import SHOWN_IN_REPORTS, listing, show_path
 from guards.protect.land_queue import LandingQueue, OnWait

@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from guards import git
 from guards.errors import GuardsError, RefusedError
+from guards.git import process as git
 from guards.output import Progress, age
 from guards.protect.rescue import (
     AtRiskPath,

@@ -22,8 +22,8 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from guards import git
 from guards.errors import RefusedError
+from guards.git import process as git
 from guards.git.entries import (
     Change,
     Entry,

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from guards import git
 from guards.errors import GuardsError, UnknownStateError
 from guards.fsutil import KEEP_MODE, atomic_write, locked
+from guards.git import process as git
 from guards.git.dirty import read_dirty
 from guards.git.files import holds_repository, walk_files
 from guards.git.history import commits_held_only_by

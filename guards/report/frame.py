@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-    from guards.git import Pending
+    from guards.git.process import Pending
     from guards.state.ledger import LedgerUnreadableError
 
     #: A read of the ledger: its data, or why it cannot be trusted.

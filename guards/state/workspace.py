@@ -186,7 +186,7 @@ def release_stale(
 
 
 def _ignored(ws: Workspace, paths: list[str]) -> set[str]:
-    from guards import git
+    from guards.git import process as git
 
     res = ws.repo.run(["check-ignore", "-z", "--stdin"], stdin=git.nul_join(paths), check=False)
     if res.returncode not in (0, 1):

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import posixpath
 
-from guards import git
 from guards.git import operations
+from guards.git import process as git
 from guards.git.entries import index_entries
 from guards.git.history import ancestry, symbolic_head
 from guards.git.objects import GITLINK

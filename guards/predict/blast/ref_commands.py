@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from guards import git
+from guards.git import process as git
 from guards.git.history import symbolic_head
 from guards.git.names import HEADS, BranchName, RefName, branch_name, branch_ref
 from guards.git.refs import for_each_ref

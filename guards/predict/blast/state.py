@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import stat
 
-from guards import git
 from guards.errors import UnknownStateError
+from guards.git import process as git
 from guards.git.dirty import parse_porcelain_v2, read_status
 from guards.git.entries import index_entries, parse_raw_diff
 from guards.git.files import walk_files
@@ -204,7 +204,7 @@ def context(cmd: GitCommand, at: str | None = None) -> Context | None:
     if len(lines) < 4:
         if b"not a git repository" in res.stderr:
             return None
-        from guards.git.repo import check_git_version
+        from guards.git.process import check_git_version
 
         check_git_version()
         raise UnknownStateError(

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import posixpath
 
-from guards import git
 from guards.errors import UnknownStateError
+from guards.git import process as git
 from guards.git.history import symbolic_head
 from guards.git.objects import empty_tree
 from guards.git.quoting import parse_clean_output

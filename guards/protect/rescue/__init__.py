@@ -23,7 +23,7 @@ there are, as objects) and :mod:`.restore` (putting them back).
 
 from __future__ import annotations
 
-from guards.git import NO_HOOKS
+from guards.git.process import NO_HOOKS
 from guards.protect.rescue.build import (
     build_snapshots,
     dirty_at_risk,

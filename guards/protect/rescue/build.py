@@ -10,8 +10,8 @@ import threading
 import time
 from collections.abc import Callable, Collection
 
-from guards import git
 from guards.errors import GuardsError
+from guards.git import process as git
 from guards.git.entries import Entry, State, index_entries_of
 from guards.git.files import holds_repository
 from guards.git.objects import GITLINK, empty_tree

@@ -13,10 +13,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from guards import git, output
+from guards import output
 from guards.errors import UsageError
-from guards.git import NO_HOOKS
+from guards.git import process as git
 from guards.git.objects import empty_tree
+from guards.git.process import NO_HOOKS
 from guards.git.quoting import unquote_path
 from guards.git.refs import for_each_ref
 from guards.git.repo import Repo

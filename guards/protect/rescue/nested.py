@@ -27,7 +27,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from guards import git
+from guards.git import process as git
 from guards.git.entries import Entry, index_entries_of
 from guards.git.files import walk_files
 from guards.git.objects import GITLINK, TREE

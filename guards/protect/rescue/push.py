@@ -6,8 +6,8 @@ from __future__ import annotations
 import fnmatch
 import os
 
-from guards import git
-from guards.git import NO_HOOKS
+from guards.git import process as git
+from guards.git.process import NO_HOOKS
 from guards.state.workspace import Workspace
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from guards import git
+from guards.git import process as git
 from guards.protect.rescue.result import OVERRIDE, RescueFailedError
 from guards.state.workspace import Workspace
 

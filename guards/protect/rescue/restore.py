@@ -16,12 +16,13 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from guards import git, output
+from guards import output
 from guards.errors import GuardsError, UsageError
-from guards.git import NO_HOOKS
+from guards.git import process as git
 from guards.git.entries import Entry, State, index_entries_of, index_info_line, tree_listing
 from guards.git.files import holds_repository
 from guards.git.objects import EXECUTABLE, GITLINK, SYMLINK, TREE
+from guards.git.process import NO_HOOKS
 from guards.git.quarantine import missing_objects, read_back
 from guards.git.quoting import unquote_path
 from guards.protect.rescue.catalog import Rescue, restore_commands

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from guards import git
+from guards.git import process as git
 from guards.git.entries import Entry, index_entries_of
 from guards.git.objects import GITLINK, TREE
 from guards.git.refs import for_each_ref

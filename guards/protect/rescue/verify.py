@@ -3,7 +3,7 @@ whole, and every tree holds exactly the wanted paths as captured."""
 
 from __future__ import annotations
 
-from guards import git
+from guards.git import process as git
 from guards.git.entries import Entry, State
 from guards.git.objects import GITLINK
 from guards.output import listing, show_path
