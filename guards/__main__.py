@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from guards.errors import exit_now
 from guards.main import main
 
-raise SystemExit(main())
+exit_now(main())

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +89,83 @@ def test_a_late_fail_open_is_asked_without_an_answer_too(
     assert boundary(fails(UsageError("bad")), fail_open=lambda: False) == ExitCode.USAGE
     assert boundary(fails(UsageError("bad")), fail_open=lambda: True, what="x") == ExitCode.OK
     assert capsys.readouterr().err.splitlines()[-1].endswith("x: bad")
+
+
+# -- the end of a process ------------------------------------------------------------------
+
+#: A process that ends through exit_now: an object whose teardown leaves a mark, output
+#: written but not flushed, then ``setup`` (what else the process did), then the end.
+#: Run with -E, as installed artifacts are: PYTHONUNBUFFERED would flush every write.
+_ENDING = """
+import os, sys
+sys.path.insert(0, {root!r})
+from guards.errors import exit_now
+class Torn:
+    def __del__(self, open=open):  # (a default: teardown empties builtins)
+        open({torn!r}, "w").close()
+kept = Torn()
+sys.stdout.write("out" * {count})
+sys.stderr.write("err\\n")
+{setup}
+exit_now({status})
+"""
+
+
+def _end(
+    tmp_path: Path, setup: str, status: str = "7"
+) -> tuple[subprocess.CompletedProcess[str], bool]:
+    from tests.helpers import PROJECT_ROOT
+
+    torn = tmp_path / "torn"
+    code = _ENDING.format(
+        root=str(PROJECT_ROOT), torn=str(torn), setup=setup, status=status, count=50000
+    )
+    res = subprocess.run(
+        [sys.executable, "-E", "-S", "-c", code], capture_output=True, text=True, check=False
+    )
+    return res, torn.exists()
+
+
+def test_a_process_ends_with_its_status_and_all_its_output_but_no_teardown(
+    tmp_path: Path,
+) -> None:
+    res, torn = _end(tmp_path, "")
+    assert (res.returncode, len(res.stdout), res.stderr) == (7, 150000, "err\n")
+    assert not torn  # the interpreter's teardown (a millisecond per hook) was skipped
+    res, _ = _end(tmp_path, "", status="None")
+    assert res.returncode == 0
+
+
+@pytest.mark.parametrize(
+    "setup",
+    [
+        "import atexit; atexit.register(lambda: None)",
+        "import tempfile; kept_dir = tempfile.TemporaryDirectory()",
+        "import threading, time; threading.Thread(target=time.sleep, args=(0.2,)).start()",
+    ],
+    ids=["exit-handler", "temporary-directory", "thread"],
+)
+def test_a_process_with_work_left_at_exit_ends_the_usual_way(tmp_path: Path, setup: str) -> None:
+    res, torn = _end(tmp_path, setup)
+    assert (res.returncode, len(res.stdout), res.stderr) == (7, 150000, "err\n")
+    assert torn  # the usual exit: its handlers, threads and finalizers ran
+
+
+def test_output_that_cannot_be_written_is_never_an_exit_0(tmp_path: Path) -> None:
+    """A reader gone before the output was flushed: Python's own exit (status 120), as
+    without exit_now, never a silent success."""
+    from tests.helpers import PROJECT_ROOT
+
+    code = _ENDING.format(
+        root=str(PROJECT_ROOT), torn=str(tmp_path / "t"), setup="", status="0", count=10
+    )
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before anything is written
+    try:
+        res = subprocess.run(
+            [sys.executable, "-E", "-S", "-c", code], stdout=write_end, stderr=subprocess.PIPE
+        )
+    finally:
+        os.close(write_end)
+    assert res.returncode == 120, res.stderr
+    assert b"BrokenPipeError" in res.stderr
