@@ -455,7 +455,7 @@ def test_a_prompt_starts_its_git_calls_before_the_handlers_load(repo: Path) -> N
         repo,
         event,
         "from guards.integrations import hook_start\n"
-        "started = hook_start.start('claude', sys.stdin.buffer.read())\n"
+        "started = hook_start.start(hook_start.read_event('claude', sys.stdin.buffer.read()))\n"
         "loaded = [m for m in sys.modules if m.startswith(('guards.state', 'guards.report'))]\n"
         "loaded += [m for m in ('guards.integrations.agent_hooks',) if m in sys.modules]\n"
         "print(loaded, started is not None, file=sys.stderr)\n"
@@ -890,6 +890,29 @@ def test_an_edit_is_recorded_without_reading_the_settings(repo: Path) -> None:
         "tool_response": {},
     }
     _assert_lean_hook(repo, event, also=("guards.config", "tomllib", "tomli", "select"))
+    assert attributed(repo) == {"README": session_for("claude", "s1")}
+
+
+@pytest.mark.parametrize("tool", ["Write", "Edit", "NotebookEdit"])
+def test_a_write_s_end_loads_none_of_the_other_events_handlers(repo: Path, tool: str) -> None:
+    """The end of every edit an agent makes: read once, recorded, answered by
+    guards.integrations.write_hooks alone (no agent_hooks, no git runner, no Copilot
+    reader); the file is the session's all the same."""
+    key = "notebook_path" if tool == "NotebookEdit" else "file_path"
+    (repo / "README").write_text("edited\n")
+    event = {
+        "hook_event_name": "PostToolUse",
+        "tool_name": tool,
+        "tool_input": {key: "README"},
+        "tool_response": {},
+    }
+    handlers = (
+        "guards.integrations.agent_hooks",
+        "guards.integrations.copilot_hooks",
+        "guards.git.process",
+        "guards.predict.shell",
+    )
+    _assert_lean_hook(repo, event, also=handlers)
     assert attributed(repo) == {"README": session_for("claude", "s1")}
 
 

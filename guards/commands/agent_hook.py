@@ -12,7 +12,6 @@ from __future__ import annotations
 import sys
 
 from guards.integrations import hook_start
-from guards.integrations.copilot_hooks import COPILOT_EVENTS
 from guards.integrations.hook_start import HARNESSES
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
@@ -27,10 +26,15 @@ HELP = (
     "entry point for Claude Code / Codex / Gemini CLI / GitHub Copilot CLI / Qwen Code / "
     "opencode / Factory Droid hooks (hook JSON on stdin)"
 )
-USAGE = (
-    f"usage: guards agent-hook {{{','.join(h for h in HARNESSES if h != 'copilot')}}} "
-    f"< hook.json, or guards agent-hook copilot {{{','.join(COPILOT_EVENTS)}}} < hook.json"
-)
+
+
+def usage() -> str:
+    from guards.integrations.copilot_hooks import COPILOT_EVENTS
+
+    return (
+        f"usage: guards agent-hook {{{','.join(h for h in HARNESSES if h != 'copilot')}}} "
+        f"< hook.json, or guards agent-hook copilot {{{','.join(COPILOT_EVENTS)}}} < hook.json"
+    )
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -47,21 +51,39 @@ def run(args: argparse.Namespace) -> int:
 
 
 def fast_main(argv: list[str]) -> int:
-    """``python -m guards.commands.agent_hook claude``: the fast way in (no argparse)."""
-    copilot = len(argv) == 2 and argv[0] == "copilot" and argv[1] in COPILOT_EVENTS
+    """``python -m guards.commands.agent_hook claude``: the fast way in (no argparse).
+
+    The event is read once. A write tool's end, the most frequent event after a shell
+    line, is answered by guards.integrations.write_hooks without the other events'
+    handlers; a prompt's git calls start before those load."""
+    copilot = len(argv) == 2 and argv[0] == "copilot" and _copilot_event(argv[1])
     other = len(argv) == 1 and argv[0] in HARNESSES and argv[0] != "copilot"
     if not (copilot or other):
-        sys.stderr.write(USAGE + "\n")
+        sys.stderr.write(usage() + "\n")
         return 2
     raw = sys.stdin.buffer.read()
-    started = hook_start.start(argv[0], raw)  # a prompt's git runs while the rest loads
+    event = hook_start.read_event(argv[0], raw)
+    if event is not None:
+        from guards.integrations.hook_answers import is_write_end
+
+        if is_write_end(event):
+            from guards.integrations.write_hooks import answer_end
+
+            return answer_end(argv[0], event)
+    started = hook_start.start(event)  # a prompt's git runs while the rest loads
     try:
         from guards.integrations.agent_hooks import main
 
-        return main(argv[0], raw, argv[1] if copilot else None, started)
+        return main(argv[0], raw, argv[1] if copilot else None, started, event)
     finally:
         if started is not None:
             started.finish()
+
+
+def _copilot_event(name: str) -> bool:
+    from guards.integrations.copilot_hooks import COPILOT_EVENTS
+
+    return name in COPILOT_EVENTS
 
 
 def __getattr__(name: str) -> Any:

@@ -66,18 +66,35 @@ guards.commands.agent_hook directly, without the command-line parser.
 from __future__ import annotations
 
 import os
-import sys
 
 from guards import jsontext
-from guards.errors import boundary, first_line
+from guards.errors import first_line
 from guards.fsutil import nearest_directory
 from guards.git import process as git
-from guards.integrations.copilot_hooks import COPILOT_EVENTS as COPILOT_EVENTS
-from guards.integrations.copilot_hooks import from_copilot
-from guards.integrations.hook_start import HARNESSES as HARNESSES
+from guards.integrations.hook_answers import (
+    BLOCK,
+    CONTEXT_BEFORE,
+    EDIT_TOOLS,
+    HOOK_ERROR,
+    NOTEBOOK_TOOLS,
+    PATCH_TOOLS,
+    SHELL_ENDS,
+    SHELL_TOOLS,
+    TOOL_STARTS,
+    TURN_ENDS,
+    answer_event,
+    deny,
+    emit,
+    guarded_text,
+    identify,
+    is_write_end,
+    ledger_dir,
+    rescue_context,
+    say,
+    session_of,
+    tool_command,
+)
 from guards.integrations.hook_start import PROMPTS, event_cwd, frame_text
-from guards.state.identity import MAX_ID_LENGTH as MAX_ID_LENGTH
-from guards.state.identity import session_for as session_for
 from guards.state.observation import OBSERVE_DIR
 
 #: ``typing`` stays out of the hot path (mypy reads this name as True).
@@ -90,52 +107,30 @@ if TYPE_CHECKING:
     from guards.protect.rescue import RescueResult
     from guards.state.workspace import Workspace
 
-#: Harnesses that show the model a PreToolUse context (the others: after the command).
-#: Codex 0.171 puts it in the conversation between the tool call and its output.
-CONTEXT_BEFORE = frozenset({"claude", "copilot", "codex"})
-#: Harnesses that take a PreToolUse deny as JSON with its reason (the others: exit 2 and
-#: the reason on stderr).
-DENY_AS_JSON = frozenset({"claude", "copilot"})
-#: Tools whose input is a shell line.
-SHELL_TOOLS = frozenset(
-    {"Bash", "shell", "local_shell", "exec_command", "unified_exec", "run_shell_command"}
-)
-#: Claude and Gemini tools that name the one file they edit.
-EDIT_TOOLS = {
-    "Write": "file_path",
-    "Edit": "file_path",
-    "MultiEdit": "file_path",
-    "write_file": "file_path",
-    "replace": "file_path",
-}
-NOTEBOOK_TOOLS = {"NotebookEdit": "notebook_path"}
-PATCH_TOOLS = frozenset({"apply_patch"})
-#: The events that end a shell line: Claude sends PostToolUseFailure instead of
-#: PostToolUse when the line exits non-zero (its files are the session's all the same).
-SHELL_ENDS = frozenset({"PostToolUse", "PostToolUseFailure", "AfterTool"})
-#: Before a tool runs (Claude, Codex; Gemini), after it ran, a prompt's turn begins.
-TOOL_STARTS = frozenset({"PreToolUse", "BeforeTool"})
-TOOL_ENDS = frozenset({"PostToolUse", "AfterTool"})
-#: The end of an agent turn.
-TURN_ENDS = frozenset({"Stop", "AfterAgent"})
-#: A hook that failed without deciding anything: the harness shows stderr and goes on.
-HOOK_ERROR = 1
-#: The harnesses' "block this" exit status (stderr is the reason given to the agent).
-BLOCK = 2
 #: Markers of lines whose PostToolUse never came are removed after this long.
 OBSERVE_MAX_AGE = 24 * 3600
 
 
 def main(
-    harness: str, raw: bytes, event_name: str | None = None, started: Started | None = None
+    harness: str,
+    raw: bytes,
+    event_name: str | None = None,
+    started: Started | None = None,
+    read: dict[str, Any] | None = None,
 ) -> int:
     """Answer one hook event; never raises, never prints a traceback. ``event_name``:
-    the event, for a harness whose payload names none (Copilot); ``started``: the event
-    read already, a prompt whose git calls run (guards.integrations.hook_start)."""
-    try:
-        event = jsontext.loads(raw) if started is None else started.event
-    except (ValueError, UnicodeDecodeError, RecursionError) as e:
-        return _malformed(raw, f"hook input is not JSON ({e.__class__.__name__})", event_name)
+    the event, for a harness whose payload names none (Copilot); ``started``: a prompt
+    whose git calls run (guards.integrations.hook_start); ``read``: ``raw`` read already
+    (hook_start.read_event)."""
+    if read is not None:
+        event: Any = read
+    elif started is not None:
+        event = started.event
+    else:
+        try:
+            event = jsontext.loads(raw)
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:
+            return _malformed(raw, f"hook input is not JSON ({e.__class__.__name__})", event_name)
     if not isinstance(event, dict):
         return _malformed(raw, "hook input is not a JSON object", event_name)
     event = as_claude(harness, event, event_name)
@@ -143,25 +138,14 @@ def main(
     if not isinstance(name, str):
         return _malformed(raw, "hook input has no hook_event_name")
 
-    def could_run_unchecked() -> bool:  # asked only when an error came
-        return name in TOOL_STARTS and _guarded_text(jsontext.dumps(event.get("tool_input")))
-
-    def answer(fail_open: bool, line: str) -> int:  # a hook must answer, whatever happened
-        if not fail_open:
-            return _deny(harness, f"guards could not check this command ({line})")
-        _say(f"guards agent-hook: {name}: {line}")
-        return HOOK_ERROR
-
-    return boundary(
-        lambda: _dispatch(harness, name, event, started),
-        fail_open=lambda: not could_run_unchecked(),
-        answer=answer,
-    )
+    return answer_event(harness, name, event, lambda: _dispatch(harness, name, event, started))
 
 
 def as_claude(harness: str, event: dict[str, Any], event_name: str | None = None) -> dict[str, Any]:
     """A harness's payload read as Claude Code's (the shape every handler reads)."""
     if harness == "copilot":
+        from guards.integrations.copilot_hooks import from_copilot
+
         return from_copilot(event, event_name or "")
     if harness == "qwen":
         from guards.integrations.qwen_hooks import from_qwen
@@ -178,13 +162,6 @@ def as_claude(harness: str, event: dict[str, Any], event_name: str | None = None
     return event
 
 
-def _guarded_text(text: str) -> bool:
-    """Whether a shell line could run git or destroy files: only then is it parsed."""
-    from guards.predict.shell_files import could_destroy_files
-
-    return "git" in text.lower() or could_destroy_files(text)
-
-
 def _dispatch(
     harness: str, name: str, event: dict[str, Any], started: Started | None = None
 ) -> int:
@@ -196,11 +173,13 @@ def _dispatch(
     if name in TOOL_STARTS and (
         tool in EDIT_TOOLS or tool in NOTEBOOK_TOOLS or tool in PATCH_TOOLS
     ):
-        return _pre_write(harness, event)
-    if name in TOOL_ENDS and (tool in EDIT_TOOLS or tool in NOTEBOOK_TOOLS):
-        return _post_edit(harness, event)
-    if name in TOOL_ENDS and tool in PATCH_TOOLS:
-        return _post_patch(harness, event)
+        from guards.integrations.write_hooks import pre_write
+
+        return pre_write(harness, event)
+    if is_write_end(event):  # (the installed hooks send Claude-shaped ones there first)
+        from guards.integrations import write_hooks
+
+        return write_hooks.end(harness, event)
     if name == "SessionStart":
         return _session_start(harness, event)
     if name in PROMPTS:
@@ -213,31 +192,6 @@ def _dispatch(
 
 
 # -- answers -------------------------------------------------------------------------
-
-
-def _say(line: str) -> None:
-    sys.stderr.write(line.rstrip("\n") + "\n")
-    sys.stderr.flush()
-
-
-def _emit(harness: str, name: str, **fields: str) -> int:
-    answer: dict[str, Any] = dict(fields)
-    if harness != "copilot":  # Copilot reads the fields at the top level
-        answer = {"hookSpecificOutput": {"hookEventName": name, **fields}}
-    sys.stdout.write(jsontext.dumps(answer))
-    sys.stdout.write("\n")
-    sys.stdout.flush()
-    return 0
-
-
-def _deny(harness: str, reason: str) -> int:
-    reason = reason if reason.startswith("guards") else f"guards: {reason}"
-    if harness in DENY_AS_JSON:  # Copilot: exit 2 would tell only "exited with code 2"
-        return _emit(
-            harness, "PreToolUse", permissionDecision="deny", permissionDecisionReason=reason
-        )
-    _say(reason)
-    return BLOCK
 
 
 def _malformed(raw: bytes, problem: str, event_name: str | None = None) -> int:
@@ -253,66 +207,30 @@ def _malformed(raw: bytes, problem: str, event_name: str | None = None) -> int:
     if could_run_git:
         reason = f"guards: {problem}; refusing a command that could run git unchecked"
         if event_name is not None:  # Copilot: its deny answer carries the reason
-            return _deny("copilot", reason)
-        _say(reason)
+            return deny("copilot", reason)
+        say(reason)
         return BLOCK
-    _say(f"guards agent-hook: {problem}")
+    say(f"guards agent-hook: {problem}")
     return HOOK_ERROR
-
-
-# -- identity --------------------------------------------------------------------------
-
-
-def session_of(harness: str, event: dict[str, Any]) -> str | None:
-    """``claude-<session_id>`` / ``codex-<session_id>``; None without a session id."""
-    raw = event.get("session_id")
-    if not isinstance(raw, str) or not raw.strip():
-        return None
-    return session_for(harness, raw)
-
-
-def _identify(harness: str, event: dict[str, Any]) -> str | None:
-    """Act as the harness session: our git queries and the policy see its identity."""
-    sid = session_of(harness, event)
-    if sid is not None:
-        os.environ["GUARDS_SESSION"] = sid
-    else:
-        os.environ.pop("GUARDS_SESSION", None)
-    return sid
-
-
-_cwd = event_cwd
 
 
 # -- shell lines -----------------------------------------------------------------------
 
 
-def _command(event: dict[str, Any]) -> str | None:
-    tool_input = event.get("tool_input")
-    if not isinstance(tool_input, dict):
-        return None
-    command = tool_input.get("command")
-    if isinstance(command, list) and all(isinstance(c, str) for c in command):
-        import shlex
-
-        return shlex.join(command)
-    return command if isinstance(command, str) else None
-
-
 def _pre_shell(harness: str, event: dict[str, Any]) -> int:
-    command = _command(event)
+    command = tool_command(event)
     if command is None:
         if "git" in jsontext.dumps(event.get("tool_input")).lower():
-            return _deny(harness, "guards: the shell command in the hook input is unreadable")
+            return deny(harness, "guards: the shell command in the hook input is unreadable")
         return 0
     if os.environ.get("GUARDS_DISABLE") == "1":
         return 0
     cwd = _shell_cwd(event)
-    sid = _identify(harness, event)
+    sid = identify(harness, event)
     rescued: list[str] = []
     dirs = [cwd]
     receipts: list[str] = []
-    if _guarded_text(command):
+    if guarded_text(command):
         _ask_ahead(command, cwd)
         from guards.protect.guard import guard_line
 
@@ -321,15 +239,15 @@ def _pre_shell(harness: str, event: dict[str, Any]) -> int:
         finally:
             git.finish_ahead()
         if verdict.deny:
-            return _deny(harness, verdict.deny)
+            return deny(harness, verdict.deny)
         rescued, dirs = verdict.rescued, verdict.dirs
         if verdict.rescues:
             receipts = _leave_receipts(harness, event, sid, verdict.rescues)
     _mark_start(event, sid, dirs, rescued, receipts)
     if rescued and harness in CONTEXT_BEFORE:
-        return _emit(harness, "PreToolUse", additionalContext=_rescue_context(rescued))
+        return emit(harness, "PreToolUse", additionalContext=rescue_context(rescued))
     for line in rescued:
-        _say(line)
+        say(line)
     return 0
 
 
@@ -344,30 +262,9 @@ def _ask_ahead(command: str, cwd: str) -> None:
         git.ahead(git.CONTEXT_QUERY, cwd=cwd)
 
 
-def _rescue_context(lines: list[str]) -> str:
-    return (
-        "guards rescued uncommitted work of other writers before this command ran:\n"
-        + "\n".join(lines)
-    )
-
-
-def _ledger_dir(start: str, repo: Repo | None = None) -> str | None:
-    """``<git common dir>/guards`` found by walking up (no git call), or None. ``repo``:
-    the repository found by walking up from ``start`` (no ``GIT_DIR``) already: where that
-    walk ended at a ``.git`` that is the common git dir, this one would end there too."""
-    if repo is not None and "GIT_DIR" not in os.environ:
-        dotgit = os.path.join(repo.toplevel_text, ".git") if repo.toplevel_text else None
-        if repo.common_dir_text == dotgit:
-            return repo.ledger_dir_text  # (and the barrier's modules need not load)
-    from guards.state.barrier import locate
-
-    found = locate(start)
-    return None if found is None else found[1]
-
-
 def _shell_cwd(event: dict[str, Any]) -> str:
     """Where the shell line runs: the event's directory, or Gemini's ``dir_path`` in it."""
-    cwd = _cwd(event)
+    cwd = event_cwd(event)
     tool_input = event.get("tool_input")
     where = tool_input.get("dir_path") if isinstance(tool_input, dict) else None
     return os.path.join(cwd, where) if isinstance(where, str) and where else cwd
@@ -379,7 +276,7 @@ def _marker_key(event: dict[str, Any]) -> tuple[str, bool] | None:
     use_id = event.get("tool_use_id")
     if isinstance(use_id, str) and use_id:
         return "".join(c if c.isalnum() or c in "-_" else "_" for c in use_id)[:100], True
-    command = _command(event)
+    command = tool_command(event)
     if command is None:
         return None
     import hashlib
@@ -395,7 +292,7 @@ def _marker_path(event: dict[str, Any], sid: str | None, *, new: bool = False) -
     key = _marker_key(event)
     if sid is None or key is None:
         return None
-    ledger = _ledger_dir(_cwd(event))
+    ledger = ledger_dir(event_cwd(event))
     if ledger is None:
         return None
     folder = os.path.join(ledger, OBSERVE_DIR)
@@ -429,7 +326,7 @@ def _leave_receipts(
         import time
 
         key = f"{marker[0]}.{time.time_ns()}-{os.getpid()}"
-    if sid is None or key is None or _ledger_dir(_cwd(event)) is None:
+    if sid is None or key is None or ledger_dir(event_cwd(event)) is None:
         return []
     from guards.errors import GuardsError
     from guards.protect import receipts
@@ -437,7 +334,7 @@ def _leave_receipts(
     try:
         return receipts.write(sid, key, rescues)
     except (GuardsError, OSError) as e:  # without a receipt the shim rescues again: no loss
-        _say(f"guards agent-hook: cannot leave the rescue receipt ({first_line(e)})")
+        say(f"guards agent-hook: cannot leave the rescue receipt ({first_line(e)})")
         return []
 
 
@@ -461,11 +358,11 @@ def _mark_start(
         with open(path, "w", encoding="utf-8") as f:
             f.write(jsontext.dumps({"dirs": dirs, "rescued": rescued, "receipts": receipts}))
     except OSError as e:
-        _say(f"guards agent-hook: cannot keep the start of the command ({e.strerror})")
+        say(f"guards agent-hook: cannot keep the start of the command ({e.strerror})")
 
 
 def _post_shell(harness: str, event: dict[str, Any]) -> int:
-    sid = _identify(harness, event)
+    sid = identify(harness, event)
     if sid is None:
         return 0
     start = _line_start(harness, event, sid)
@@ -488,8 +385,8 @@ def _post_shell(harness: str, event: dict[str, Any]) -> int:
     rescued = marker.get("rescued") if isinstance(marker, dict) else None
     if harness not in CONTEXT_BEFORE and isinstance(rescued, list) and rescued:
         # Gemini, Qwen and Droid show the model no context from before the command.
-        context = _rescue_context([str(r) for r in rescued])
-        return _emit(harness, str(event.get("hook_event_name")), additionalContext=context)
+        context = rescue_context([str(r) for r in rescued])
+        return emit(harness, str(event.get("hook_event_name")), additionalContext=context)
     return 0
 
 
@@ -505,7 +402,7 @@ def _line_start(harness: str, event: dict[str, Any], sid: str) -> tuple[str, int
                 return path, threshold, jsontext.loads(f.read())
         except (OSError, ValueError):
             pass
-    ledger = _ledger_dir(_cwd(event))
+    ledger = ledger_dir(event_cwd(event))
     key = _marker_key(event)
     if ledger is None or key is None:
         return None
@@ -553,195 +450,25 @@ def _observe(directory: str, sid: str, threshold_ns: int) -> None:
         observe(ws, sid, threshold_ns)
     except GuardsError as e:
         if "not a git repository" not in str(e).lower():
-            _say(f"guards agent-hook: cannot observe {directory}: {first_line(e)}")
-
-
-# -- edits -----------------------------------------------------------------------------
-
-
-def _write_targets(event: dict[str, Any]) -> list[str] | None:
-    """The absolute paths a write tool's call edits (None: its input names none)."""
-    tool = str(event.get("tool_name"))
-    tool_input = event.get("tool_input")
-    cwd = _cwd(event)
-    if tool in PATCH_TOOLS:
-        body = _command(event)
-        if body is None and isinstance(tool_input, dict):
-            body = tool_input.get("input") if isinstance(tool_input.get("input"), str) else None
-        if body is None:
-            return None
-        from guards.predict.shell import patch_paths
-
-        return [os.path.join(cwd, p) for p in patch_paths(body)]
-    key = EDIT_TOOLS.get(tool) or NOTEBOOK_TOOLS.get(tool, "file_path")
-    target = tool_input.get(key) if isinstance(tool_input, dict) else None
-    if not isinstance(target, str) or not target:
-        return None
-    return [os.path.join(cwd, target)]
-
-
-def _pre_write(harness: str, event: dict[str, Any]) -> int:
-    """Before a write tool runs: another writer's uncommitted content of its files is
-    rescued first (policy block: the write is refused with the reason)."""
-    if os.environ.get("GUARDS_DISABLE") == "1":
-        return 0
-    files = _write_targets(event)
-    if files is None:
-        return 0  # the tool itself will fail on input that names no file
-    sid = _identify(harness, event)
-    from guards.integrations.write_barrier import enter_writes, leave_writes, write_wait
-
-    running = enter_writes(event, sid, files)
-    if running:
-        return _deny(
-            harness,
-            "guards: a destructive git command is running in this checkout "
-            f"({'; '.join(running[:2])}) and did not finish within "
-            f"{write_wait():g} s; the write would race it: retry when it has finished",
-        )
-    from guards.protect.guard import guard_write
-
-    verdict = guard_write(files, str(event.get("tool_name")))
-    if verdict.deny:
-        leave_writes(event, sid, files)
-        return _deny(harness, verdict.deny)
-    if verdict.rescued and harness in CONTEXT_BEFORE:
-        return _emit(harness, "PreToolUse", additionalContext=_rescue_context(verdict.rescued))
-    for line in verdict.rescued:
-        _say(line)
-    if verdict.rescued:
-        _keep_write_notice(event, sid, files, verdict.rescued)
-    return 0
-
-
-def _write_notice_path(event: dict[str, Any], sid: str | None, files: list[str]) -> str | None:
-    """Where a write's rescue notice waits for the write's end (beside the shell lines'
-    start markers, swept with them when the end never comes)."""
-    ledger = _ledger_dir(_cwd(event))
-    if ledger is None:
-        return None
-    from guards.integrations.write_barrier import write_key
-
-    name = f"{sid or 'unidentified'}.{write_key(event, files)}.notice.json"
-    return os.path.join(ledger, OBSERVE_DIR, "".join(c if c not in "/\0" else "_" for c in name))
-
-
-def _keep_write_notice(
-    event: dict[str, Any], sid: str | None, files: list[str], rescued: list[str]
-) -> None:
-    """Gemini CLI, Qwen Code and Droid show the model no context from before a tool:
-    the rescue is told when the write has run (:func:`_write_notice`)."""
-    path = _write_notice_path(event, sid, files)
-    if path is None:
-        return
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(jsontext.dumps({"rescued": rescued}))
-    except OSError as e:
-        _say(f"guards agent-hook: cannot keep the rescue notice for the model ({e.strerror})")
-
-
-def _write_notice(harness: str, event: dict[str, Any], sid: str | None, files: list[str]) -> int:
-    """After a write: the notice its start kept, as the tool's context (exit 0)."""
-    path = _write_notice_path(event, sid, files)
-    if path is None:
-        return 0
-    try:
-        with open(path, encoding="utf-8") as f:
-            kept = jsontext.loads(f.read())
-        os.unlink(path)
-    except (OSError, ValueError):
-        return 0  # nothing rescued before this write
-    rescued = kept.get("rescued") if isinstance(kept, dict) else None
-    if not isinstance(rescued, list) or not rescued:
-        return 0
-    context = _rescue_context([str(r) for r in rescued])
-    return _emit(harness, str(event.get("hook_event_name")), additionalContext=context)
-
-
-def _post_edit(harness: str, event: dict[str, Any]) -> int:
-    tool_input = event.get("tool_input")
-    tool = str(event.get("tool_name"))
-    key = EDIT_TOOLS.get(tool) or NOTEBOOK_TOOLS.get(tool, "file_path")
-    target = tool_input.get(key) if isinstance(tool_input, dict) else None
-    if not isinstance(target, str) or not target:
-        _say(f"guards agent-hook: {tool} input names no {key}; nothing recorded")
-        return HOOK_ERROR
-    sid = _identify(harness, event)
-    files = [os.path.join(_cwd(event), target)]
-    try:
-        if not _failed(event) and sid is not None:
-            # (Gemini sends AfterTool for a failed edit too: the file is unchanged)
-            record_files(sid, files)
-        return _write_notice(harness, event, sid, files)
-    finally:
-        from guards.integrations.write_barrier import leave_writes
-
-        leave_writes(event, sid, files)
-
-
-def _failed(event: dict[str, Any]) -> bool:
-    response = event.get("tool_response")
-    return isinstance(response, dict) and (
-        bool(response.get("error")) or response.get("resultType") in ("failure", "denied")
-    )
-
-
-def _post_patch(harness: str, event: dict[str, Any]) -> int:
-    body = _command(event)
-    if body is None:
-        tool_input = event.get("tool_input")
-        body = tool_input.get("input") if isinstance(tool_input, dict) else None
-    if not isinstance(body, str):
-        return 0
-    sid = _identify(harness, event)
-    from guards.predict.shell import patch_paths
-
-    cwd = _cwd(event)
-    files = [os.path.join(cwd, p) for p in patch_paths(body)]
-    try:
-        if not _failed(event) and sid is not None:
-            # (a patch that failed left its files as they were: their owners stay)
-            record_files(sid, files)
-        return _write_notice(harness, event, sid, files)
-    finally:
-        from guards.integrations.write_barrier import leave_writes
-
-        leave_writes(event, sid, files)
-
-
-def record_files(sid: str, files: list[str]) -> list[str]:
-    """Record each absolute path for ``sid`` in its own repository; returns what was."""
-    from guards.git.repo import Discovery
-
-    # The first file's git answers while the ledger's modules are imported.
-    first = os.path.dirname(os.path.abspath(files[0])) if files else None
-    started = Discovery(nearest_directory(first)) if first is not None else None
-    from guards.state.workspace import record_files as record
-
-    done, problems = record(sid, files, started)
-    for problem in problems:
-        _say(f"guards agent-hook: {problem}")
-    return done
+            say(f"guards agent-hook: cannot observe {directory}: {first_line(e)}")
 
 
 # -- session events --------------------------------------------------------------------
 
 
 def _session_start(harness: str, event: dict[str, Any]) -> int:
-    sid = _identify(harness, event)
+    sid = identify(harness, event)
     _export_identity(sid)
     if harness == "droid":  # droid exec sends no UserPromptSubmit: the frame comes now
         return _frame_event(harness, event, "SessionStart")
     from guards.errors import GuardsError
 
     try:
-        _touch(_cwd(event), sid, label=f"{harness} session")
+        _touch(event_cwd(event), sid, label=f"{harness} session")
     except GuardsError as e:  # never blocks the session
-        _say(f"guards agent-hook: session start: {first_line(e)}")
+        say(f"guards agent-hook: session start: {first_line(e)}")
     if harness == "gemini":  # no session id in its shell commands: known by its process
-        _register_process(_cwd(event), sid)
+        _register_process(event_cwd(event), sid)
     return 0
 
 
@@ -749,8 +476,8 @@ def _frame_event(
     harness: str, event: dict[str, Any], name: str, started: Started | None = None
 ) -> int:
     """The frame as the turn's context; ``started``: its git calls, running already."""
-    sid = _identify(harness, event)
-    cwd = _cwd(event)
+    sid = identify(harness, event)
+    cwd = event_cwd(event)
     from guards.errors import GuardsError
     from guards.integrations.hook_start import start_calls
 
@@ -759,7 +486,7 @@ def _frame_event(
         repo = _touch(cwd, sid, label=f"{harness} session", discovery=started.discovery)
         text = frame_text(cwd, sid, repo, started)
     except GuardsError as e:  # the frame never blocks the turn it frames
-        _say(f"guards agent-hook: frame: {first_line(e)}")
+        say(f"guards agent-hook: frame: {first_line(e)}")
         return 0
     finally:  # waited for, whatever happened (again: the same answers)
         if started is not None:
@@ -770,7 +497,7 @@ def _frame_event(
         from guards.integrations.droid_hooks import mark_framed
 
         mark_framed(event)
-    return _emit(harness, name, additionalContext=text)
+    return emit(harness, name, additionalContext=text)
 
 
 def _export_identity(sid: str | None) -> None:
@@ -784,7 +511,7 @@ def _export_identity(sid: str | None) -> None:
         with open(env_file, "a", encoding="utf-8") as f:
             f.write(f"export GUARDS_SESSION={shlex.quote(sid)}\n")
     except OSError as e:
-        _say(f"guards agent-hook: cannot write {env_file}: {e.strerror}")
+        say(f"guards agent-hook: cannot write {env_file}: {e.strerror}")
 
 
 def _register_process(cwd: str, sid: str | None, end: bool = False) -> None:
@@ -792,7 +519,7 @@ def _register_process(cwd: str, sid: str | None, end: bool = False) -> None:
     guards.state.identity); at the session's end, no longer."""
     from guards.state import identity
 
-    ledger = _ledger_dir(cwd)
+    ledger = ledger_dir(cwd)
     if sid is None or ledger is None:
         return
     try:
@@ -801,7 +528,7 @@ def _register_process(cwd: str, sid: str | None, end: bool = False) -> None:
         else:
             identity.register_harness_process(ledger, sid)
     except OSError as e:  # its commands stay unidentified: they own nothing, the safe side
-        _say(f"guards agent-hook: cannot register the {sid} process: {e.strerror}")
+        say(f"guards agent-hook: cannot register the {sid} process: {e.strerror}")
 
 
 def _touch(
@@ -823,7 +550,7 @@ def _touch(
         return None
     # One journal record: the label and worktree fill only empty fields.
     ws.ledger.append([touch_record(sid, time.time(), label, ws.repo.toplevel_text)], durable=False)
-    ledger = _ledger_dir(cwd, ws.repo)
+    ledger = ledger_dir(cwd, ws.repo)
     if ledger is not None:  # the shell gate answers only where the markers' folder is
         os.makedirs(os.path.join(ledger, OBSERVE_DIR), exist_ok=True)
     return ws.repo
@@ -837,7 +564,7 @@ def _persist(ws: Workspace, sid: str) -> None:
 
     result = persist_session(ws, sid)
     if result.failed:
-        _say(f"guards agent-hook: {result.line()}")
+        say(f"guards agent-hook: {result.line()}")
 
 
 def _turn_end(harness: str, event: dict[str, Any]) -> int:
@@ -847,17 +574,17 @@ def _turn_end(harness: str, event: dict[str, Any]) -> int:
     from guards.git.repo import NotARepositoryError
     from guards.state.workspace import Workspace
 
-    sid = _identify(harness, event)
+    sid = identify(harness, event)
     if sid is None:
         return 0
     try:
-        ws = Workspace.open(cwd=_cwd(event))
+        ws = Workspace.open(cwd=event_cwd(event))
         if ws.config.get("persist.on_stop"):
             _persist(ws, sid)
     except NotARepositoryError:
         pass
     except GuardsError as e:
-        _say(f"guards agent-hook: cannot persist session {sid}: {first_line(e)}")
+        say(f"guards agent-hook: cannot persist session {sid}: {first_line(e)}")
     return 0
 
 
@@ -868,7 +595,7 @@ def _session_end(harness: str, event: dict[str, Any]) -> int:
     from guards.git.repo import NotARepositoryError
     from guards.state.workspace import Workspace
 
-    sid = _identify(harness, event)
+    sid = identify(harness, event)
     if sid is None:
         return 0
     if harness == "droid":
@@ -876,17 +603,17 @@ def _session_end(harness: str, event: dict[str, Any]) -> int:
 
         drop_flag(event)
     if harness == "gemini":
-        _register_process(_cwd(event), sid, end=True)
+        _register_process(event_cwd(event), sid, end=True)
     try:
         from guards.state.ledger import op_end
 
-        ws = Workspace.open(cwd=_cwd(event))
+        ws = Workspace.open(cwd=event_cwd(event))
         _persist(ws, sid)
         # ends a session that has a record
         ws.ledger.append([op_end(sid, time.time())], durable=False)
     except NotARepositoryError:
         return 0
     except GuardsError as e:
-        _say(f"guards agent-hook: cannot end session {sid}: {first_line(e)}")
+        say(f"guards agent-hook: cannot end session {sid}: {first_line(e)}")
         return HOOK_ERROR
     return 0

@@ -5,8 +5,9 @@ A prompt's frame waits for one ``git status`` of the checkout, the longest part 
 answer, and for the repository's discovery. Started here, as soon as the event is read,
 both run while Python imports the event handlers (guards.integrations.agent_hooks), the
 ledger and the frame, instead of after. Only payloads that already have Claude Code's
-shape are read this early (Claude Code, Codex, Gemini CLI); the other harnesses'
-prompts start the same calls a little later, in the handler.
+shape are read this early (Claude Code, Codex, Gemini CLI: :func:`read_event`, once for
+every handler); the other harnesses' prompts start the same calls a little later, in
+the handler.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ import os
 
 from guards import jsontext
 from guards.errors import GuardsError
-from guards.git import process as git
 
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from typing import Any
 
+    from guards.git.process import Pending
     from guards.git.repo import Discovery, Repo
 
 HARNESSES = ("claude", "codex", "gemini", "copilot", "qwen", "opencode", "droid")
@@ -36,7 +37,7 @@ class Started:
 
     __slots__ = ("discovery", "event", "status")
 
-    def __init__(self, event: dict[str, Any], status: git.Pending, discovery: Discovery) -> None:
+    def __init__(self, event: dict[str, Any], status: Pending, discovery: Discovery) -> None:
         self.event = event
         self.status = status
         self.discovery = discovery
@@ -53,16 +54,22 @@ def event_cwd(event: dict[str, Any]) -> str:
     return cwd if isinstance(cwd, str) and os.path.isabs(cwd) else os.getcwd()
 
 
-def start(harness: str, raw: bytes) -> Started | None:
-    """The frame's git calls started, when ``raw`` is a prompt of ``harness``; None
-    otherwise, or when git cannot be started (the handler then says why)."""
+def read_event(harness: str, raw: bytes) -> dict[str, Any] | None:
+    """``raw`` read, when ``harness`` sends payloads of Claude Code's shape and it is a
+    JSON object; None otherwise (the handler reads it, and answers a malformed one)."""
     if harness not in _CLAUDE_SHAPED:
         return None
     try:
         event = jsontext.loads(raw)
     except (ValueError, UnicodeDecodeError, RecursionError):
-        return None  # the handler answers a malformed event
-    if not isinstance(event, dict) or event.get("hook_event_name") not in PROMPTS:
+        return None
+    return event if isinstance(event, dict) else None
+
+
+def start(event: dict[str, Any] | None) -> Started | None:
+    """The frame's git calls started, when ``event`` (read by :func:`read_event`) is a
+    prompt; None otherwise, or when git cannot be started (the handler then says why)."""
+    if event is None or event.get("hook_event_name") not in PROMPTS:
         return None
     try:
         return start_calls(event)
@@ -73,6 +80,8 @@ def start(harness: str, raw: bytes) -> Started | None:
 def start_calls(event: dict[str, Any]) -> Started:
     """The frame's git calls for ``event`` (read as Claude Code's), started in its
     directory: git status first, the longer of the two. Raises when git cannot start."""
+    from guards.git import process as git
+
     cwd = event_cwd(event)
     # What guards.git.dirty.start_reading asks, without loading that module yet.
     status = git.start(git.status_args(), cwd=cwd)
