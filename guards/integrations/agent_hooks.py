@@ -13,7 +13,9 @@ One handler for every hook event the harness sends (Gemini CLI's names in bracke
   observed attribution, and a receipt of each rescue for the line's own ``guards run``
   (the shim), which then does not rescue the same work again (guards.protect.receipts).
 - ``PostToolUse`` / Write, Edit, MultiEdit, NotebookEdit (Claude), ``apply_patch``
-  (Codex): the edited files are recorded for the session (exact attribution).
+  (Codex): the edited files are recorded for the session (exact attribution). The
+  write tools' start and end are handled in guards.integrations.write_hooks, which the
+  installed hook sends a write's end to without loading this module.
 - ``PostToolUse`` / shell tool, and Claude's ``PostToolUseFailure`` (sent instead of
   PostToolUse when the line exits non-zero): files that changed while the line ran are
   attributed to the session (observed attribution).
