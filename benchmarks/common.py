@@ -55,7 +55,19 @@ def generate_repo(path: Path, files: int, per_dir: int = 500) -> list[str]:
         names.append(rel)
     sh(["git", "add", "-A"], path)
     sh(["git", "commit", "-q", "-m", "generated"], path)
+    settle_index(path)
     return names
+
+
+def settle_index(path: Path) -> None:
+    """The index as any checkout's is once a ``git status`` ran a second after its files
+    were written. An index written in the same second as its files leaves every entry
+    racily clean (git cannot trust their stat data), and a status that may not rewrite
+    the index (``--no-optional-locks``: guards' every read) hashes all their contents
+    again, on every call: 11 ms instead of 4 ms for 2,000 files, a figure of the fixture,
+    not of the code measured. Plain git refreshes it, as a user's ``git status`` does."""
+    time.sleep(1.05)
+    sh(["git", "update-index", "-q", "--refresh"], path)
 
 
 def make_alices_work(repo: Path, paths: Sequence[str], round_: int) -> None:
