@@ -147,26 +147,20 @@ def answer_end(harness: str, event: dict[str, Any]) -> int:
 
 
 def end(harness: str, event: dict[str, Any]) -> int:
-    """A write tool's end: its files recorded, the rescue its start made told, the
-    barrier left."""
-    if event.get("tool_name") in PATCH_TOOLS:
-        return post_patch(harness, event)
-    return post_edit(harness, event)
-
-
-def post_edit(harness: str, event: dict[str, Any]) -> int:
-    tool_input = event.get("tool_input")
-    tool = str(event.get("tool_name"))
-    key = EDIT_TOOLS.get(tool) or NOTEBOOK_TOOLS.get(tool, "file_path")
-    target = tool_input.get(key) if isinstance(tool_input, dict) else None
-    if not isinstance(target, str) or not target:
+    """A write tool's end: its files recorded (unless it failed: they are as they were,
+    their owners stay; Gemini sends AfterTool for a failed edit too), the rescue its
+    start made told, the barrier left."""
+    files = _write_targets(event)
+    if files is None:
+        if event.get("tool_name") in PATCH_TOOLS:
+            return 0
+        tool = str(event.get("tool_name"))
+        key = EDIT_TOOLS.get(tool) or NOTEBOOK_TOOLS.get(tool, "file_path")
         say(f"guards agent-hook: {tool} input names no {key}; nothing recorded")
         return HOOK_ERROR
     sid = identify(harness, event)
-    files = [os.path.join(event_cwd(event), target)]
     try:
         if not _failed(event) and sid is not None:
-            # (Gemini sends AfterTool for a failed edit too: the file is unchanged)
             record_files(sid, files)
         return _write_notice(harness, event, sid, files)
     finally:
@@ -180,29 +174,6 @@ def _failed(event: dict[str, Any]) -> bool:
     return isinstance(response, dict) and (
         bool(response.get("error")) or response.get("resultType") in ("failure", "denied")
     )
-
-
-def post_patch(harness: str, event: dict[str, Any]) -> int:
-    body = tool_command(event)
-    if body is None:
-        tool_input = event.get("tool_input")
-        body = tool_input.get("input") if isinstance(tool_input, dict) else None
-    if not isinstance(body, str):
-        return 0
-    sid = identify(harness, event)
-    from guards.predict.shell import patch_paths
-
-    cwd = event_cwd(event)
-    files = [os.path.join(cwd, p) for p in patch_paths(body)]
-    try:
-        if not _failed(event) and sid is not None:
-            # (a patch that failed left its files as they were: their owners stay)
-            record_files(sid, files)
-        return _write_notice(harness, event, sid, files)
-    finally:
-        from guards.integrations.write_barrier import leave_writes
-
-        leave_writes(event, sid, files)
 
 
 def record_files(sid: str, files: list[str]) -> list[str]:
