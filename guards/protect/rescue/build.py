@@ -27,6 +27,7 @@ from guards.protect.rescue.naming import (
     _stamp,
     _who,
     command_slug,
+    head_trailer,
     identity,
     namespace,
     owner_component,
@@ -256,7 +257,7 @@ def _keep_repository(
         body = "\n".join(
             [
                 f"Repository: {trailer_value(root)}",
-                f"Repository-Head: {_head_trailer(refs.head)}",
+                f"Repository-Head: {head_trailer(refs.head)}",
                 *(f"Repository-Ref: {trailer_value(name)} {oid}" for name, oid in refs.refs),
                 *(f"Repository-Stash: {oid}" for oid in refs.stash),
                 *([f"Repository-Objects: {objects}"] if objects else []),
@@ -553,13 +554,6 @@ def _commit_owner(
 
 
 # -- checks before and after --------------------------------------------------------------
-
-
-def _head_trailer(head: str) -> str:
-    """``Repository-Head``'s value: the branch name quoted as a path is (a branch name
-    may hold what a trailer line cannot), then `` (unborn)`` when it is."""
-    name, unborn, rest = head.partition(" ")  # a ref name holds no space
-    return trailer_value(name) + unborn + rest
 
 
 def _check_nested(ws: Workspace, repos: list[str]) -> None:

@@ -121,6 +121,19 @@ def trailer_value(text: str) -> str:
     return text if _PLAIN.fullmatch(text) else show_path(text)
 
 
+def head_trailer(head: str) -> str:
+    """``Repository-Head``'s value for a nested repository's HEAD (``name`` or ``name
+    (unborn)``): the branch name quoted as a path is (a branch name may hold what a
+    trailer line cannot), then `` (unborn)`` when it is. Read back by :func:`head_of`."""
+    name, unborn, rest = head.partition(" ")  # a ref name holds no space
+    return trailer_value(name) + unborn + rest
+
+
+def head_of(value: str | None) -> str:
+    """The branch a ``Repository-Head`` value names (``unborn`` without one)."""
+    return unquote_path((value or "unborn").removesuffix(" (unborn)"))
+
+
 def parse_trailers(message: str) -> dict[str, list[str]]:
     """Our ``Key: value`` lines (values of ``Path`` C-unquoted back to names)."""
     out: dict[str, list[str]] = {}

@@ -80,9 +80,14 @@ def _ref_above(ws: Workspace, name: str) -> str | None:
 
 
 def _taken(ws: Workspace, name: str) -> bool:
-    """``name`` is a ref, or refs lie below it."""
-    res = ws.repo.run(["for-each-ref", "--count=1", "--format=%(refname)", name], check=False)
-    return res.returncode != 0 or bool(res.stdout.strip())
+    """``name`` is a ref, or refs lie below it (or git cannot tell: not ours to take)."""
+    from guards.git.process import GitError
+    from guards.git.refs import for_each_ref
+
+    try:
+        return bool(for_each_ref(ws.repo.run, ("refname",), [name], count=1))
+    except GitError:
+        return True
 
 
 def _verify_refs(ws: Workspace, pairs: list[tuple[str, str]]) -> None:

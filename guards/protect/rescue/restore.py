@@ -26,7 +26,7 @@ from guards.git.process import NO_HOOKS
 from guards.git.quarantine import missing_objects, read_back
 from guards.git.quoting import unquote_path
 from guards.protect.rescue.catalog import Rescue, restore_commands
-from guards.protect.rescue.naming import RAW_BYTES
+from guards.protect.rescue.naming import RAW_BYTES, head_of
 from guards.protect.snapshot import disk_states, filtered_oids, tree_entries
 from guards.state.workspace import Workspace
 
@@ -244,7 +244,7 @@ def restore_repository(ws: Workspace, r: Rescue) -> RestoredRepository:
     if holds_repository(target):
         return RestoredRepository(r.repository, conflict=True)
     refs = [v.rsplit(" ", 1) for v in r.trailers.get("Repository-Ref", [])]
-    head = unquote_path((r.one("Repository-Head") or "unborn").removesuffix(" (unborn)"))
+    head = head_of(r.one("Repository-Head"))
     scratch = "refs/guards/restoring"
     target.mkdir(parents=True, exist_ok=True)
     with own_environment():
