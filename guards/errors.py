@@ -5,7 +5,7 @@ from __future__ import annotations
 TYPE_CHECKING = False  # see guards.values: these imports cost start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any, Final, NoReturn
+    from typing import Final, NoReturn
 
 #: Setting this to 1 makes the shim and ``guards run`` hand every command to git untouched.
 DISABLE_ENV = "GUARDS_DISABLE"
@@ -192,7 +192,7 @@ def exit_now(status: int | None) -> NoReturn:
     else exits the usual way (a broken pipe is then reported as Python does)."""
     import sys
 
-    if _nothing_left_at_exit(sys):
+    if _nothing_left_at_exit():
         try:
             sys.stdout.flush()
             sys.stderr.flush()
@@ -205,10 +205,11 @@ def exit_now(status: int | None) -> NoReturn:
     sys.exit(status)
 
 
-def _nothing_left_at_exit(sys: Any) -> bool:
+def _nothing_left_at_exit() -> bool:
     """Whether the interpreter's teardown would run nothing of ours: no thread left
     (threading.active_count() counts the main one), no exit handler, no ``-i``."""
     import atexit
+    import sys
 
     threading = sys.modules.get("threading")
     callbacks = getattr(atexit, "_ncallbacks", None)  # CPython's; elsewhere: assume some
