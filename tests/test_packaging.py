@@ -81,7 +81,7 @@ def test_distribution_name_is_git_guards_and_the_command_guards() -> None:
     assert "scripts" not in config["project"]  # pip's entry-point wrapper imports re
 
 
-def test_the_command_script_imports_only_guards_main_and_its_exit() -> None:
+def test_the_command_script_imports_only_guards_main_and_its_start_and_exit() -> None:
     """Every `guards ...` an agent or a hook runs starts this script: what it imports
     beyond guards' own dispatch is paid on every call (guards.errors is dispatch's own)."""
     import ast
@@ -94,7 +94,11 @@ def test_the_command_script_imports_only_guards_main_and_its_exit() -> None:
         if isinstance(node, (ast.Import, ast.ImportFrom))
         for alias in node.names
     ]
-    assert imported == ["guards.errors:exit_now", "guards.main:main"]
+    assert imported == [
+        "guards.errors:collect_rarely",
+        "guards.errors:exit_now",
+        "guards.main:main",
+    ]
     assert script.read_text(encoding="utf-8").startswith("#!python\n")  # pip sets the path
     assert os.access(script, os.X_OK)
 

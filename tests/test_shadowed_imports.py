@@ -210,3 +210,24 @@ def test_an_artifact_refuses_at_once_when_a_recorded_dependency_is_gone(
         [sys.executable, *shlex.split(fine), "--version"], capture_output=True, text=True
     )
     assert (ok.returncode, ok.stdout) == (0, f"guards {guards.__version__}\n"), ok.stderr
+
+
+def test_an_artifact_s_python_runs_the_cycle_collector_rarely(tmp_path: Path) -> None:
+    # Importing a hook's modules allocates tens of thousands of objects: the collector
+    # runs every COLLECT_EVERY allocations, not Python's 700 (guards.errors.collect_rarely).
+    import shlex
+    import sys
+
+    from guards.errors import COLLECT_EVERY
+    from guards.integrations.installation import python_launch
+
+    probe = tmp_path / "probe"
+    (probe / "guards_probe").mkdir(parents=True)
+    (probe / "guards_probe" / "__init__.py").write_text(
+        "import gc\ndef main(argv):\n    print(gc.get_threshold()[0])\n    return 0\n"
+    )
+    launch = python_launch("guards_probe:main", "the probe", 7).replace(
+        "+ [", "+ [" + repr(str(probe)).replace("'", "'\"'\"'") + ", ", 1
+    )
+    res = subprocess.run([sys.executable, *shlex.split(launch)], capture_output=True, text=True)
+    assert (res.returncode, res.stdout.strip()) == (0, str(COLLECT_EVERY)), res.stderr

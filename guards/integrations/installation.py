@@ -126,7 +126,8 @@ def python_launch(call: str, refusal: str, status: int, *, shim: bool = False) -
     the artifact's arguments) as installed artifacts do: ``-E`` (the user's PYTHONPATH
     and other PYTHON* variables are the project's, not guards'), ``-S`` with
     :func:`import_roots` on the path instead, ``-c`` with the current directory off the
-    path, ended by :func:`guards.errors.exit_now` (no teardown to wait for); a guards
+    path, begun by :func:`guards.errors.collect_rarely` and ended by
+    :func:`guards.errors.exit_now` (no teardown to wait for); a guards
     that cannot start says so in one line (``refusal``, then why; nothing when it is
     empty) and exits ``status``. ``shim``: under
     GUARDS_DISABLE=1 the real git runs instead, and the line names that override."""
@@ -155,8 +156,9 @@ def python_launch(call: str, refusal: str, status: int, *, shim: bool = False) -
         f"try:\n"
         f"    for f in {files!r}:\n"
         f"        os.stat(f)\n"
+        f"    from guards.errors import collect_rarely, exit_now\n"
+        f"    collect_rarely()\n"
         f"    from {module} import {function} as main\n"
-        f"    from guards.errors import exit_now\n"
         f"except Exception as e:\n"
         f"{bypass}"
         f"{say}"
