@@ -41,6 +41,8 @@ from guards.state.attribution import Attribution, fingerprint
 HOOK = ["sh", "-c", installed_hook("claude", "PreToolUse")["command"]]
 #: The other events' command (the hook's Python: no gate).
 OTHER_HOOK = ["sh", "-c", installed_hook("claude", "PostToolUse")["command"]]
+#: A prompt's command (its shell starts the frame's git status and hands it to Python).
+PROMPT_HOOK = ["sh", "-c", installed_hook("claude", "UserPromptSubmit")["command"]]
 #: Attributions in the ledger for the rows that write it (issue 16's table: 5k).
 LEDGER_SIZE = 5000
 #: The hook's Python alone (what the gate hands an event it is not sure of).
@@ -166,11 +168,14 @@ def main() -> None:
                 post_write_event(fleet, fleet_names[0]),
             ),
             "agent-hook: UserPromptSubmit (frame + session touch)": (
-                OTHER_HOOK,
+                PROMPT_HOOK,
                 prompt_event(fleet),
             ),
         }
-        times, cpu = _interleaved(commands, repo, run_env, opts.repeat)
+        # The fleet's events run in the fleet's checkout, as a harness runs its hooks in
+        # the session's directory (a prompt's shell starts git status there).
+        in_fleet = {name: fleet for name in commands if "PostToolUse" in name or "Prompt" in name}
+        times, cpu = _interleaved(commands, repo, run_env, opts.repeat, in_fleet)
     report(f"agent hook (PreToolUse), {opts.files} tracked files", list(times.items()))
     base = times["python start-up + read JSON (floor)"]
     for name in (
@@ -200,9 +205,14 @@ def main() -> None:
 
 
 def _interleaved(
-    commands: dict[str, tuple[list[str], bytes]], cwd: Path, run_env: dict[str, str], repeat: int
+    commands: dict[str, tuple[list[str], bytes]],
+    cwd: Path,
+    run_env: dict[str, str],
+    repeat: int,
+    elsewhere: dict[str, Path],
 ) -> tuple[dict[str, float], dict[str, float]]:
-    """Median wall and CPU time of each command, run in rotation (first round warms up)."""
+    """Median wall and CPU time of each command, run in rotation (first round warms up),
+    in ``cwd`` or the directory ``elsewhere`` names for it."""
     wall: dict[str, list[float]] = {name: [] for name in commands}
     cpu: dict[str, list[float]] = {name: [] for name in commands}
     for round_ in range(repeat + 1):
@@ -210,7 +220,12 @@ def _interleaved(
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
             subprocess.run(
-                args, cwd=cwd, env=run_env, input=stdin, check=True, stdout=subprocess.DEVNULL
+                args,
+                cwd=elsewhere.get(name, cwd),
+                env=run_env,
+                input=stdin,
+                check=True,
+                stdout=subprocess.DEVNULL,
             )
             elapsed = time.perf_counter() - start
             after = resource.getrusage(resource.RUSAGE_CHILDREN)

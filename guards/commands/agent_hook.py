@@ -54,8 +54,13 @@ def fast_main(argv: list[str]) -> int:
     """``python -m guards.commands.agent_hook claude``: the fast way in (no argparse).
 
     The event is read once. A write tool's end, the most frequent event after a shell
-    line, is answered by guards.integrations.write_hooks without the other events'
-    handlers; a prompt's git calls start before those load."""
+    line, is answered by guards.integrations.write_hooks, and a prompt by
+    guards.integrations.prompt_hooks, without the other events' handlers; a prompt's git
+    calls start before its modules load (``claude --handed-status GIT``: its shell
+    started the status already: guards.integrations.hook_start.HANDED)."""
+    handed = None
+    if len(argv) == 3 and argv[1] == hook_start.HANDED:  # (a prompt's: see hook_start)
+        handed, argv = argv[2], argv[:1]
     copilot = len(argv) == 2 and argv[0] == "copilot" and _copilot_event(argv[1])
     other = len(argv) == 1 and argv[0] in HARNESSES and argv[0] != "copilot"
     if not (copilot or other):
@@ -70,8 +75,12 @@ def fast_main(argv: list[str]) -> int:
             from guards.integrations.write_hooks import answer_end
 
             return answer_end(argv[0], event)
-    started = hook_start.start(event)  # a prompt's git runs while the rest loads
+    started = hook_start.start(event, handed)  # a prompt's git runs while the rest loads
     try:
+        if started is not None:
+            from guards.integrations.prompt_hooks import answer_prompt
+
+            return answer_prompt(argv[0], started)
         from guards.integrations.agent_hooks import main
 
         return main(argv[0], raw, argv[1] if copilot else None, started, event)

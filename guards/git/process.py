@@ -266,7 +266,9 @@ class Pending:
 
     __slots__ = ("_args", "_child", "_done")
 
-    def __init__(self, args: Sequence[str], child: _Child | None, done: Result | None) -> None:
+    def __init__(
+        self, args: Sequence[str], child: _Child | _Handed | None, done: Result | None
+    ) -> None:
         self._args = args
         self._child = child
         self._done = done
@@ -332,6 +334,10 @@ def finish_ahead() -> None:
         _AHEAD.pop()[2].result(check=False)
 
 
+#: Reads never refresh the index's stat cache (see :func:`run`).
+READONLY = "--no-optional-locks"
+
+
 def _argv(
     args: Sequence[str], readonly: bool, cwd: str | os.PathLike[str] | None = None
 ) -> list[str]:
@@ -340,7 +346,7 @@ def _argv(
         # posix_spawn cannot change directory: git does it (-C is git's own chdir).
         argv.extend(["-C", os.fspath(cwd)])
     if readonly:
-        argv.append("--no-optional-locks")
+        argv.append(READONLY)
     argv.extend(args)
     return argv
 
@@ -373,17 +379,22 @@ _NO_TRACE = {"GIT_TRACE2": "0", "GIT_TRACE2_EVENT": "0", "GIT_TRACE2_PERF": "0"}
 _MALLOC = {"MALLOC_TRIM_THRESHOLD_": str(4 << 20)}
 
 
+#: The variables guards' own git calls run without: traces (by prefix), and a super
+#: prefix (``git --super-prefix``, set by git for submodule recursion), which makes
+#: every git but a few plumbing commands die.
+_DROPPED_PREFIX = "GIT_TRACE"
+_DROPPED_NAME = "GIT_INTERNAL_SUPER_PREFIX"
+
+
+def _dropped(name: str) -> bool:
+    return name.startswith(_DROPPED_PREFIX) or name == _DROPPED_NAME
+
+
 def _environment(
     env: Mapping[str, str] | None, extra_env: Mapping[str, str] | None
 ) -> dict[str, str]:
     source = os.environ if env is None else env
-    # A super prefix (``git --super-prefix``, set by git for submodule recursion) makes
-    # every git but a few plumbing commands die: guards' own calls never carry it.
-    run_env = {
-        k: v
-        for k, v in source.items()
-        if not k.startswith("GIT_TRACE") and k != "GIT_INTERNAL_SUPER_PREFIX"
-    }
+    run_env = {k: v for k, v in source.items() if not _dropped(k)}
     run_env.update(_NO_TRACE)
     for name, value in _MALLOC.items():
         run_env.setdefault(name, value)
@@ -436,6 +447,81 @@ def status_args(*, ignored: bool = False) -> list[str]:
         f"--ignored={'matching' if ignored else 'no'}",
         "--ignore-submodules=none",
     ]
+
+
+#: The descriptor on which an installed prompt hook's shell hands its Python the
+#: ``git status`` it started first (:func:`handed_status_script`).
+HANDED_STATUS_FD = 4
+
+
+def handed_status_script(git: str) -> str:
+    """sh: :func:`status_args` run in the shell's directory as :func:`start` runs them
+    (``git``: the real git, found at install), then git's exit status in digits (never
+    a NUL: git's last record ends in one). A prompt's hook pipes this into its Python,
+    which starts about 5 ms later and takes the answer (:func:`handed_status`) instead
+    of waiting for a git it starts itself. The environment is :func:`_environment`'s;
+    with a variable set that it drops, git does not run (status 1)."""
+    import shlex
+
+    assign = " ".join(
+        [f"{k}={v}" for k, v in _NO_TRACE.items()]
+        + [f'{k}="${{{k}-{v}}}"' for k, v in _MALLOC.items()]  # (the user's own wins)
+    )
+    call = shlex.join([git, READONLY, *status_args()])
+    return (
+        f"{{ case $(export -p) in *{_DROPPED_PREFIX}*|*{_DROPPED_NAME}*) false ;; "
+        f'*) {assign} {call} ;; esac; printf %s "$?"; }} </dev/null 2>/dev/null'
+    )
+
+
+def handed_status(fd: int, git: str, cwd: str) -> Pending:
+    """The ``git status`` of :func:`handed_status_script`, on ``fd``, when it is the call
+    :func:`start` would make for ``cwd`` now: the same real git (``git``), directory and
+    environment. Otherwise ``fd`` is closed and git starts here."""
+    if _is_this_call(git, cwd):
+        return Pending(status_args(), _Handed(fd, cwd), None)
+    os.close(fd)
+    return start(status_args(), cwd=cwd)
+
+
+def _is_this_call(git: str, cwd: str) -> bool:
+    if any(_dropped(name) for name in os.environ):
+        return False
+    try:
+        return real_git() == git and os.path.samefile(cwd, os.curdir)
+    except (GuardsError, OSError):
+        return False
+
+
+class _Handed:
+    """A :func:`handed_status_script` being read: its answer when git succeeded; else
+    git runs again here, for its own words (a failure is never read as a clean tree)."""
+
+    __slots__ = ("_cwd", "_fd")
+
+    def __init__(self, fd: int, cwd: str) -> None:
+        self._fd = fd
+        self._cwd = cwd
+
+    def wait(self) -> Result:
+        handed = _drain(self._fd)
+        end = handed.rfind(b"\0") + 1 if handed is not None else 0
+        if handed is not None and handed[end:] == b"0":
+            return Result(0, handed[:end], b"")
+        return _Child(_argv(status_args(), True, self._cwd), _environment(None, None)).wait()
+
+
+def _drain(fd: int) -> bytes | None:
+    """Everything ``fd`` gives until its end, then closed; None when it cannot be read."""
+    chunks = []
+    try:
+        while data := os.read(fd, 1 << 17):
+            chunks.append(data)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
 
 
 def zsplit(data: bytes) -> list[bytes]:

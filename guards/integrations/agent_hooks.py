@@ -96,7 +96,8 @@ from guards.integrations.hook_answers import (
     session_of,
     tool_command,
 )
-from guards.integrations.hook_start import PROMPTS, event_cwd, frame_text
+from guards.integrations.hook_start import PROMPTS, event_cwd
+from guards.integrations.prompt_hooks import frame_event, touch
 from guards.state.observation import OBSERVE_DIR
 
 #: ``typing`` stays out of the hot path (mypy reads this name as True).
@@ -104,7 +105,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from guards.git.repo import Discovery, Repo
     from guards.integrations.hook_start import Started
     from guards.protect.rescue import RescueResult
     from guards.state.workspace import Workspace
@@ -185,7 +185,7 @@ def _dispatch(
     if name == "SessionStart":
         return _session_start(harness, event)
     if name in PROMPTS:
-        return _frame_event(harness, event, name, started)
+        return frame_event(harness, event, name, started)
     if name == "SessionEnd":
         return _session_end(harness, event)
     if name in TURN_ENDS:
@@ -462,44 +462,16 @@ def _session_start(harness: str, event: dict[str, Any]) -> int:
     sid = identify(harness, event)
     _export_identity(sid)
     if harness == "droid":  # droid exec sends no UserPromptSubmit: the frame comes now
-        return _frame_event(harness, event, "SessionStart")
+        return frame_event(harness, event, "SessionStart")
     from guards.errors import GuardsError
 
     try:
-        _touch(event_cwd(event), sid, label=f"{harness} session")
+        touch(event_cwd(event), sid, label=f"{harness} session")
     except GuardsError as e:  # never blocks the session
         say(f"guards agent-hook: session start: {first_line(e)}")
     if harness == "gemini":  # no session id in its shell commands: known by its process
         _register_process(event_cwd(event), sid)
     return 0
-
-
-def _frame_event(
-    harness: str, event: dict[str, Any], name: str, started: Started | None = None
-) -> int:
-    """The frame as the turn's context; ``started``: its git calls, running already."""
-    sid = identify(harness, event)
-    cwd = event_cwd(event)
-    from guards.errors import GuardsError
-    from guards.integrations.hook_start import start_calls
-
-    try:  # (git runs while the session is touched and the frame's modules load)
-        started = started or start_calls(event)
-        repo = _touch(cwd, sid, label=f"{harness} session", discovery=started.discovery)
-        text = frame_text(cwd, sid, repo, started)
-    except GuardsError as e:  # the frame never blocks the turn it frames
-        say(f"guards agent-hook: frame: {first_line(e)}")
-        return 0
-    finally:  # waited for, whatever happened (again: the same answers)
-        if started is not None:
-            started.finish()
-    if not text:
-        return 0
-    if harness == "droid" and name == "SessionStart":
-        from guards.integrations.droid_hooks import mark_framed
-
-        mark_framed(event)
-    return emit(harness, name, additionalContext=text)
 
 
 def _export_identity(sid: str | None) -> None:
@@ -531,31 +503,6 @@ def _register_process(cwd: str, sid: str | None, end: bool = False) -> None:
             identity.register_harness_process(ledger, sid)
     except OSError as e:  # its commands stay unidentified: they own nothing, the safe side
         say(f"guards agent-hook: cannot register the {sid} process: {e.strerror}")
-
-
-def _touch(
-    cwd: str, sid: str | None, label: str, discovery: Discovery | None = None
-) -> Repo | None:
-    """The session is alive (one journal record); returns the repository it touched.
-    ``discovery``: that repository's, started in ``cwd`` already."""
-    if sid is None:
-        return None
-    import time
-
-    from guards.git.repo import NotARepositoryError
-    from guards.state.workspace import Workspace, touch_record
-
-    try:
-        # The settings only if the ledger must be locked (as an edit's record).
-        ws = Workspace.open(cwd=cwd, discovery=discovery, settings_when_asked=True)
-    except NotARepositoryError:
-        return None
-    # One journal record: the label and worktree fill only empty fields.
-    ws.ledger.append([touch_record(sid, time.time(), label, ws.repo.toplevel_text)], durable=False)
-    ledger = ledger_dir(cwd, ws.repo)
-    if ledger is not None:  # the shell gate answers only where the markers' folder is
-        os.makedirs(os.path.join(ledger, OBSERVE_DIR), exist_ok=True)
-    return ws.repo
 
 
 def _persist(ws: Workspace, sid: str) -> None:

@@ -50,7 +50,8 @@ from typing import Any
 
 from guards.errors import UsageError
 from guards.fsutil import KEEP_MODE, atomic_write
-from guards.integrations import shell_gate
+from guards.git import process
+from guards.integrations import hook_start, shell_gate
 from guards.integrations.installation import (
     Step,
     python_launch,
@@ -161,7 +162,10 @@ def hook_command(harness: str, event: str | None = None) -> str:
 
 def event_command(harness: str, event: str) -> str:
     """The command of our entry for ``event``: the harness's tool-start event runs the
-    shell gate first (guards.integrations.shell_gate: most shell lines need no Python)."""
+    shell gate first (guards.integrations.shell_gate: most shell lines need no Python); a
+    prompt's starts the frame's git status (:func:`prompt_script`)."""
+    if hook_start.hands_status(harness, event):
+        return f"sh -c {shlex.quote(prompt_script(harness))}"
     if not shell_gate.gated(harness, event):
         return hook_command(harness)
     return f"sh -c {shlex.quote(shell_gate.gate_script(harness, hook_script(harness)))}"
@@ -174,10 +178,38 @@ def hook_script(harness: str, event: str | None = None) -> str:
     silent pass."""
     py = shlex.quote(recorded_python())
     target = harness if event is None else f"{harness} {event}"
+    return _with_fallback(harness, target, f"exec {py} {_launch(harness)} {target}")
+
+
+def prompt_script(harness: str) -> str:
+    """A prompt's hook script: as :func:`hook_script`, but its shell starts the frame's
+    ``git status`` and pipes it to the Python on another descriptor (the event stays on
+    stdin), so that git answers while Python starts instead of after
+    (guards.git.process.handed_status). Without a real git to name, :func:`hook_script`."""
+    try:
+        git = process.real_git()
+    except process.GitNotFoundError:
+        return hook_script(harness)
+    py = shlex.quote(recorded_python())
+    fd = process.HANDED_STATUS_FD
+    run = (
+        f"exec 3<&0; {process.handed_status_script(git)} 3<&- | {py} {_launch(harness)} "
+        f"{harness} {hook_start.HANDED} {shlex.quote(git)} {fd}<&0 0<&3 3<&-; exit"
+    )
+    return _with_fallback(harness, harness, run)
+
+
+def _launch(harness: str) -> str:
     # Exit 2 when guards cannot start: the harnesses block the tool call and show why.
-    launch = python_launch("guards.commands.agent_hook:fast_main", f"guards: the {harness} hook", 2)
+    return python_launch("guards.commands.agent_hook:fast_main", f"guards: the {harness} hook", 2)
+
+
+def _with_fallback(harness: str, target: str, run: str) -> str:
+    """``run`` while the recorded python still has this guards, else ``guards`` on PATH
+    with ``target``, else exit 2 with one line: never a silent pass."""
+    py = shlex.quote(recorded_python())
     return (
-        f"if {sh_prefers_recorded()}; then exec {py} {launch} {target}; "
+        f"if {sh_prefers_recorded()}; then {run}; "
         f'fi; g=$(command -v guards) && exec "$g" agent-hook {target}; '
         f'echo "guards: the {harness} hook cannot run: guards is not installed any more '
         f"({py} is gone or lost it) and no guards is on PATH; reinstall git-guards, or "

@@ -29,6 +29,15 @@ HARNESSES = ("claude", "codex", "gemini", "copilot", "qwen", "opencode", "droid"
 PROMPTS = frozenset({"UserPromptSubmit", "BeforeAgent"})
 #: The harnesses whose payloads are read as they come (see agent_hooks.as_claude).
 _CLAUDE_SHAPED = frozenset({"claude", "codex", "gemini"})
+#: ``claude --handed-status GIT``: the prompt hook's shell started the frame's git status
+#: (guards.integrations.harness_settings.hook_script, guards.git.process.handed_status).
+HANDED = "--handed-status"
+
+
+def hands_status(harness: str, event: str) -> bool:
+    """Whether ``harness``'s hook for ``event`` starts the frame's git status in its shell:
+    a prompt's, read here as soon as it comes."""
+    return harness in _CLAUDE_SHAPED and event in PROMPTS
 
 
 class Started:
@@ -66,25 +75,35 @@ def read_event(harness: str, raw: bytes) -> dict[str, Any] | None:
     return event if isinstance(event, dict) else None
 
 
-def start(event: dict[str, Any] | None) -> Started | None:
+def start(event: dict[str, Any] | None, handed: str | None = None) -> Started | None:
     """The frame's git calls started, when ``event`` (read by :func:`read_event`) is a
-    prompt; None otherwise, or when git cannot be started (the handler then says why)."""
+    prompt; None otherwise, or when git cannot be started (the handler then says why).
+    ``handed``: the real git whose status the hook's shell started (:data:`HANDED`)."""
     if event is None or event.get("hook_event_name") not in PROMPTS:
+        if handed is not None:  # (not a prompt after all: git stops at its first write)
+            from guards.git.process import HANDED_STATUS_FD
+
+            os.close(HANDED_STATUS_FD)
         return None
     try:
-        return start_calls(event)
+        return start_calls(event, handed)
     except GuardsError:
         return None
 
 
-def start_calls(event: dict[str, Any]) -> Started:
+def start_calls(event: dict[str, Any], handed: str | None = None) -> Started:
     """The frame's git calls for ``event`` (read as Claude Code's), started in its
-    directory: git status first, the longer of the two. Raises when git cannot start."""
+    directory: git status first, the longer of the two (``handed``: the one the hook's
+    shell started with that git, when it is the same call). Raises when git cannot
+    start."""
     from guards.git import process as git
 
     cwd = event_cwd(event)
     # What guards.git.dirty.start_reading asks, without loading that module yet.
-    status = git.start(git.status_args(), cwd=cwd)
+    if handed is None:
+        status = git.start(git.status_args(), cwd=cwd)
+    else:
+        status = git.handed_status(git.HANDED_STATUS_FD, handed, cwd)
     from guards.git.repo import Discovery
 
     try:
