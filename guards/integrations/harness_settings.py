@@ -192,9 +192,11 @@ def prompt_script(harness: str) -> str:
         return hook_script(harness)
     py = shlex.quote(recorded_python())
     fd = process.HANDED_STATUS_FD
+    # The event's stdin goes round the pipe through descriptor 3 (a group's redirection
+    # that fails is that group's error, not the shell's end).
     run = (
-        f"exec 3<&0; {process.handed_status_script(git)} 3<&- | {py} {_launch(harness)} "
-        f"{harness} {hook_start.HANDED} {shlex.quote(git)} {fd}<&0 0<&3 3<&-; exit"
+        f"{{ {process.handed_status_script(git)} 3<&- | {py} {_launch(harness)} "
+        f"{harness} {hook_start.HANDED} {shlex.quote(git)} {fd}<&0 0<&3 3<&-; }} 3<&0; exit"
     )
     return _with_fallback(harness, harness, run)
 
