@@ -73,6 +73,16 @@ def frame_of(res: subprocess.CompletedProcess[str]) -> str:
     return text
 
 
+def framed(
+    command: str, cwd: Path, repo: Path, env: dict[str, str], harness: str = "claude"
+) -> str:
+    """The frame ``command`` gives for ``harness``'s prompt in ``repo``, run in ``cwd``:
+    it names both files of the other writer."""
+    text = frame_of(run_hook(command, cwd, prompt(repo, harness), env))
+    assert "README" in text and "notes.txt" in text and "owner unknown" in text
+    return text
+
+
 def statuses(log: Path) -> int:
     return sum(" status " in f" {line} " for line in log.read_text().splitlines())
 
@@ -84,9 +94,7 @@ def test_the_prompt_s_python_takes_the_status_its_shell_started(
     wrapper, log = counting_git(tmp_path)
     command = prompt_command(harness, wrapper)
     assert "--handed-status" in command
-    res = run_hook(command, repo, prompt(repo, harness), {"GUARDS_REAL_GIT": str(wrapper)})
-    text = frame_of(res)
-    assert "README" in text and "notes.txt" in text and "owner unknown" in text
+    framed(command, repo, repo, {"GUARDS_REAL_GIT": str(wrapper)}, harness)
     assert statuses(log) == 1  # the shell's: Python ran none of its own
 
 
@@ -105,8 +113,7 @@ def test_a_hook_run_in_another_directory_asks_git_itself(repo: Path, tmp_path: P
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     command = prompt_command("claude", wrapper)
-    text = frame_of(run_hook(command, elsewhere, prompt(repo), {"GUARDS_REAL_GIT": str(wrapper)}))
-    assert "README" in text and "notes.txt" in text
+    framed(command, elsewhere, repo, {"GUARDS_REAL_GIT": str(wrapper)})
     assert statuses(log) == 2
 
 
@@ -129,8 +136,7 @@ def test_a_status_that_failed_in_the_shell_is_never_a_clean_tree(
     )
     flaky.chmod(0o755)
     command = prompt_command("claude", flaky)
-    text = frame_of(run_hook(command, repo, prompt(repo), {"GUARDS_REAL_GIT": str(flaky)}))
-    assert "README" in text and "notes.txt" in text
+    framed(command, repo, repo, {"GUARDS_REAL_GIT": str(flaky)})
     assert statuses(log) == 2
 
 
@@ -142,8 +148,7 @@ def test_a_trace_variable_keeps_the_status_out_of_the_shell_and_the_trace(
     wrapper, log = counting_git(tmp_path)
     trace = tmp_path / "trace.log"
     env = {"GUARDS_REAL_GIT": str(wrapper), "GIT_TRACE_PERFORMANCE": str(trace)}
-    text = frame_of(run_hook(prompt_command("claude", wrapper), repo, prompt(repo), env))
-    assert "README" in text and "notes.txt" in text
+    framed(prompt_command("claude", wrapper), repo, repo, env)
     assert statuses(log) == 1  # Python's
     assert not trace.exists()
 
@@ -156,8 +161,7 @@ def test_another_real_git_than_the_installed_one_is_asked_itself(
     installed, installed_log = counting_git(tmp_path / "then")
     now, now_log = counting_git(tmp_path / "now")
     command = prompt_command("claude", installed)
-    text = frame_of(run_hook(command, repo, prompt(repo), {"GUARDS_REAL_GIT": str(now)}))
-    assert "README" in text
+    framed(command, repo, repo, {"GUARDS_REAL_GIT": str(now)})
     assert (statuses(installed_log), statuses(now_log)) == (1, 1)
 
 
