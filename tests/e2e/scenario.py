@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from guards.git.process import find_real_git, status_args
 from tests.e2e.model_server import ModelServer, Step, edit, read, say, shell, write
 from tests.helpers import git, make_repo, run_guards
 
@@ -26,16 +27,46 @@ ALICE_WORK = {
 }
 
 
-def project(path: Path, *install: str) -> Path:
-    """A repository with ``guards install <install...>`` done and committed."""
+def project(path: Path, *install: str, env: dict[str, str] | None = None) -> Path:
+    """A repository with ``guards install <install...>`` done (in ``env``) and committed."""
     repo = make_repo(path, FILES)
-    res = run_guards("install", *install, cwd=repo)
+    res = run_guards("install", *install, cwd=repo, env=env)
     assert res.returncode == 0, res.stderr
     if git(repo, "status", "--porcelain"):  # the harness's settings
         git(repo, "add", "-A")
         git(repo, "commit", "-q", "-m", "guards hooks")
     assert git(repo, "status", "--porcelain") == ""
     return repo
+
+
+def counted_project(path: Path, *install: str) -> tuple[Path, Path, dict[str, str]]:
+    """:func:`project` installed where the real git logs each call a prompt's hook
+    makes (its arguments, a line each, in the returned log; Linux: the caller is read
+    in /proc): the prompt's installed command names that git. The environment the
+    harness must run with to use it comes third."""
+    real = find_real_git()
+    assert real is not None
+    log = path.parent / "prompt-git.log"
+    wrapper = path.parent / "prompt-git"
+    # A prompt's hook: its shell and its Python both carry --handed-status in argv.
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        "case \"$(tr '\\000' ' ' < /proc/$PPID/cmdline)\" in *--handed-status*) "
+        f"printf '%s\\n' \"$*\" >> '{log}' ;; esac\n"
+        f"exec '{real}' \"$@\"\n"
+    )
+    wrapper.chmod(0o755)
+    env = {"GUARDS_REAL_GIT": str(wrapper)}
+    return project(path, *install, env=env), log, env
+
+
+def check_prompt_status_from_the_shell(log: Path, prompts: int) -> None:
+    """Each prompt's frame took the ``git status`` its hook's shell started (run in the
+    hook's directory: no ``-C``), and the hook's Python asked git for none of its own."""
+    calls = log.read_text().splitlines()
+    status = " ".join(["--no-optional-locks", *status_args()])
+    assert sum(c == status for c in calls) == prompts, calls
+    assert not [c for c in calls if c.endswith(status) and c != status], calls
 
 
 def write_work(repo: Path, files: dict[str, str], session: str | None = ALICE) -> None:

@@ -26,6 +26,8 @@ from tests.e2e.scenario import (
     attribution_tour,
     check_hook_and_shim,
     check_interactive,
+    check_prompt_status_from_the_shell,
+    counted_project,
     owners,
     project,
     rescue_refs,
@@ -166,6 +168,17 @@ def test_the_frame_arrives_once_at_session_start_and_once_per_later_prompt(
     assert first.text().count(FRAME) == 1
     assert "README" in first.text() and f"session {ALICE}" in first.text()
     assert second.text().count(FRAME) == 2  # the first prompt's, and the second's
+
+
+def test_each_prompt_s_frame_takes_the_git_status_its_hook_s_shell_started(
+    claude: Cli, model: Model, tmp_path: Path
+) -> None:
+    repo, log, env = counted_project(tmp_path / "counted", "--claude")
+    write_work(repo, {"README": "alice's readme\n"})
+    server = model([say("first answer"), say("second answer")])
+    claude_run(claude, repo, server, ["first prompt", "second prompt"], env=env)
+    assert server.at_step(1).text().count(FRAME) == 2
+    check_prompt_status_from_the_shell(log, prompts=2)
 
 
 def test_shell_commands_run_as_the_session_and_the_session_ends_with_the_cli(

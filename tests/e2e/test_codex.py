@@ -40,6 +40,8 @@ from tests.e2e.scenario import (
     check_hook_and_shim,
     check_in_sub,
     check_interactive,
+    check_prompt_status_from_the_shell,
+    counted_project,
     in_sub,
     owners,
     project,
@@ -66,10 +68,16 @@ def codex_home(hermetic_seal: Path) -> Path:
 
 
 def configure(
-    codex: Cli, repo: Path, server: ModelServer, home: Path, *, shim: Path | None = None
+    codex: Cli,
+    repo: Path,
+    server: ModelServer,
+    home: Path,
+    *,
+    shim: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """config.toml for the fake model; then trust as the README says: `guards install
-    --codex --trust` (and `--shim DIR`)."""
+    --codex --trust` (and `--shim DIR`; in ``env``, the run's own variables)."""
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(
         f'model = "{MODEL}"\nmodel_provider = "fake"\n'
@@ -79,7 +87,7 @@ def configure(
     install = ["install", "--codex", "--trust", "--no-aliases"]
     if shim is not None:
         install += ["--shim", str(shim)]
-    res = run_guards(*install, cwd=repo, env={"CODEX_HOME": str(home)})
+    res = run_guards(*install, cwd=repo, env={**(env or {}), "CODEX_HOME": str(home)})
     assert res.returncode == 0, res.stderr
     assert res.stderr == "", res.stderr  # nothing left untrusted, nothing to warn of
     return cli_env({"CODEX_HOME": str(home), "FAKE_MODEL_KEY": "x"})
@@ -96,7 +104,7 @@ def codex_run(
     shim: Path | None = None,
 ) -> Run:
     assert codex.path is not None
-    full_env = configure(codex, repo, server, home, shim=shim)
+    full_env = configure(codex, repo, server, home, shim=shim, env=env)
     full_env.update(env or {})
     if shim is not None:
         full_env["PATH"] = ":".join([str(shim), full_env["PATH"]])
@@ -230,6 +238,18 @@ def test_the_frame_arrives_once_at_session_start_and_once_per_later_prompt(
     assert first.text().count(FRAME) == 1
     assert "README" in first.text() and f"session {ALICE}" in first.text()
     assert second.text().count(FRAME) == 2
+
+
+def test_each_prompt_s_frame_takes_the_git_status_its_hook_s_shell_started(
+    codex: Cli, model: Model, tmp_path: Path, hermetic_seal: Path
+) -> None:
+    repo, log, env = counted_project(tmp_path / "counted", "--codex")
+    write_work(repo, {"README": "alice's readme\n"})
+    server = model([say("first answer"), say("second answer")])
+    home = codex_home(hermetic_seal)
+    codex_run(codex, repo, server, home, ["first prompt", "second prompt"], env=env)
+    assert server.at_step(1).text().count(FRAME) == 2
+    check_prompt_status_from_the_shell(log, prompts=2)
 
 
 def test_shell_commands_run_as_the_session_and_the_session_ends_with_the_cli(

@@ -35,7 +35,9 @@ from tests.e2e.scenario import (
     check_hook_and_shim,
     check_in_sub,
     check_interactive,
+    check_prompt_status_from_the_shell,
     check_write_over_alice,
+    counted_project,
     in_sub,
     observe_markers,
     owners,
@@ -264,6 +266,17 @@ def test_the_frame_arrives_once_per_prompt_and_the_session_ends_with_the_cli(
     assert second.text().count(FRAME) == 1  # the tool result's turn gets no second frame
     record = sessions(repo)[me(run)]
     assert record["liveness"] == "ended"
+
+
+def test_the_prompt_s_frame_takes_the_git_status_its_hook_s_shell_started(
+    gemini: Cli, model: Model, tmp_path: Path, hermetic_seal: Path
+) -> None:
+    repo, log, env = counted_project(tmp_path / "counted", "--gemini", "--no-aliases")
+    write_work(repo, {"README": "alice's readme\n"})
+    server = model([say("done")])
+    gemini_run(gemini, repo, server, hermetic_seal, env)
+    assert server.at_step(0).text().count(FRAME) == 1
+    check_prompt_status_from_the_shell(log, prompts=1)
 
 
 def test_shell_commands_run_as_the_session_known_by_its_process(
