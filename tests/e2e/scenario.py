@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from guards.git.process import find_real_git, status_args
 from tests.e2e.model_server import ModelServer, Step, edit, read, say, shell, write
 from tests.helpers import git, make_repo, run_guards
@@ -44,6 +46,8 @@ def counted_project(path: Path, *install: str) -> tuple[Path, Path, dict[str, st
     makes (its arguments, a line each, in the returned log; Linux: the caller is read
     in /proc): the prompt's installed command names that git. The environment the
     harness must run with to use it comes third."""
+    if not Path("/proc/self/cmdline").exists():
+        pytest.skip("the caller of git is read in /proc (Linux)")
     real = find_real_git()
     assert real is not None
     log = path.parent / "prompt-git.log"
