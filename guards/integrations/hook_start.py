@@ -30,7 +30,7 @@ PROMPTS = frozenset({"UserPromptSubmit", "BeforeAgent"})
 #: The harnesses whose payloads are read as they come (see agent_hooks.as_claude).
 _CLAUDE_SHAPED = frozenset({"claude", "codex", "gemini"})
 #: ``claude --handed-status GIT``: the prompt hook's shell started the frame's git status
-#: (guards.integrations.harness_settings.hook_script, guards.git.process.handed_status).
+#: (guards.integrations.harness_settings.prompt_script, guards.git.process.handed_status).
 HANDED = "--handed-status"
 
 
