@@ -74,10 +74,21 @@ def frame_of(res: subprocess.CompletedProcess[str]) -> str:
 
 
 def framed(
-    command: str, cwd: Path, repo: Path, env: dict[str, str], harness: str = "claude"
+    installed: Path,
+    cwd: Path,
+    repo: Path,
+    *,
+    harness: str = "claude",
+    running: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> str:
-    """The frame ``command`` gives for ``harness``'s prompt in ``repo``, run in ``cwd``:
-    it names both files of the other writer."""
+    """The frame the prompt's command, installed where ``installed`` is the real git,
+    gives for ``harness``'s prompt in ``repo``, run in ``cwd`` where ``running`` (else
+    ``installed``) is the real git, with ``env``: it names both files of the other
+    writer."""
+    command = prompt_command(harness, installed)
+    assert "--handed-status" in command
+    env = {"GUARDS_REAL_GIT": str(running or installed), **(env or {})}
     text = frame_of(run_hook(command, cwd, prompt(repo, harness), env))
     assert "README" in text and "notes.txt" in text and "owner unknown" in text
     return text
@@ -92,9 +103,7 @@ def test_the_prompt_s_python_takes_the_status_its_shell_started(
     repo: Path, tmp_path: Path, harness: str
 ) -> None:
     wrapper, log = counting_git(tmp_path)
-    command = prompt_command(harness, wrapper)
-    assert "--handed-status" in command
-    framed(command, repo, repo, {"GUARDS_REAL_GIT": str(wrapper)}, harness)
+    framed(wrapper, repo, repo, harness=harness)
     assert statuses(log) == 1  # the shell's: Python ran none of its own
 
 
@@ -112,8 +121,7 @@ def test_a_hook_run_in_another_directory_asks_git_itself(repo: Path, tmp_path: P
     wrapper, log = counting_git(tmp_path)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    command = prompt_command("claude", wrapper)
-    framed(command, elsewhere, repo, {"GUARDS_REAL_GIT": str(wrapper)})
+    framed(wrapper, elsewhere, repo)
     assert statuses(log) == 2
 
 
@@ -135,8 +143,7 @@ def test_a_status_that_failed_in_the_shell_is_never_a_clean_tree(
         f"exec '{real}' \"$@\"\n"
     )
     flaky.chmod(0o755)
-    command = prompt_command("claude", flaky)
-    framed(command, repo, repo, {"GUARDS_REAL_GIT": str(flaky)})
+    framed(flaky, repo, repo)
     assert statuses(log) == 2
 
 
@@ -147,8 +154,7 @@ def test_a_trace_variable_keeps_the_status_out_of_the_shell_and_the_trace(
     set the shell runs no git, and Python's own runs without it."""
     wrapper, log = counting_git(tmp_path)
     trace = tmp_path / "trace.log"
-    env = {"GUARDS_REAL_GIT": str(wrapper), "GIT_TRACE_PERFORMANCE": str(trace)}
-    framed(prompt_command("claude", wrapper), repo, repo, env)
+    framed(wrapper, repo, repo, env={"GIT_TRACE_PERFORMANCE": str(trace)})
     assert statuses(log) == 1  # Python's
     assert not trace.exists()
 
@@ -160,8 +166,7 @@ def test_another_real_git_than_the_installed_one_is_asked_itself(
     (tmp_path / "now").mkdir()
     installed, installed_log = counting_git(tmp_path / "then")
     now, now_log = counting_git(tmp_path / "now")
-    command = prompt_command("claude", installed)
-    framed(command, repo, repo, {"GUARDS_REAL_GIT": str(now)})
+    framed(installed, repo, repo, running=now)
     assert (statuses(installed_log), statuses(now_log)) == (1, 1)
 
 
