@@ -11,7 +11,9 @@ destructive non-git lines: ``rm -rf`` of a directory outside the repository (par
 git call) and inside it with nothing dirty there (one ``git status`` for the reach).
 Then the other everyday events, against bare start-up, with 5,000 attributions in the
 ledger and 30 files of another writer dirty: a Write's PostToolUse (the file recorded)
-and a prompt (the session touched, the frame built; target for both: <= 1.5x).
+and a prompt (the session touched, the frame built; target for both: <= 1.5x). The
+prompt is also given against start-up plus the ``git status`` it must read, for
+comparison.
 
 Bytecode is cached in a temporary directory (the sandbox sets PYTHONDONTWRITEBYTECODE,
 which an installed guards never suffers from).
@@ -33,6 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import env, fill_ledger, generate_repo, report
+from guards.git.process import READONLY, status_args
 from guards.integrations.harness_settings import hook_script, installed_hook
 from guards.state.attribution import Attribution, fingerprint
 
@@ -153,6 +156,7 @@ def main() -> None:
             "python start-up": ([sys.executable, "-c", "pass"], b""),
             "python start-up + read JSON (floor)": ([sys.executable, "-c", floor], no_git),
             "git status": (["git", "status"], b""),
+            "the prompt's git status (fleet)": (["git", READONLY, *status_args()], b""),
             "agent-hook: line without git": (HOOK, no_git),
             "agent-hook: line without git (guards CLI)": (CLI, no_git),
             "agent-hook: no git, no destroyer (shell gate)": (HOOK, plain),
@@ -174,7 +178,11 @@ def main() -> None:
         }
         # The fleet's events run in the fleet's checkout, as a harness runs its hooks in
         # the session's directory (a prompt's shell starts git status there).
-        in_fleet = {name: fleet for name in commands if "PostToolUse" in name or "Prompt" in name}
+        in_fleet = {
+            name: fleet
+            for name in commands
+            if "PostToolUse" in name or "Prompt" in name or "fleet" in name
+        }
         times, cpu = _interleaved(commands, repo, run_env, opts.repeat, in_fleet)
     report(f"agent hook (PreToolUse), {opts.files} tracked files", list(times.items()))
     base = times["python start-up + read JSON (floor)"]
@@ -200,6 +208,11 @@ def main() -> None:
         ("agent-hook: Write, a new file", "report"),
     ):
         print(f"  {name} / python start-up = {times[name] / start_up:.2f}x (target: {target})")
+    # For comparison: a prompt's hook must at least start Python and read git's status;
+    # its shell runs the two side by side.
+    prompt = times["agent-hook: UserPromptSubmit (frame + session touch)"]
+    its_floor = start_up + times["the prompt's git status (fleet)"]
+    print(f"  (the prompt / (python start-up + its git status) = {prompt / its_floor:.2f}x)")
     cpu_ratio = cpu["agent-hook: line without git"] / cpu["python start-up + read JSON (floor)"]
     print(f"  CPU time: line without git / floor = {cpu_ratio:.2f}x")
 
