@@ -22,15 +22,14 @@ from guards.predict.blast.rules import (
     add_collisions,
     branch_reset_loss,
     collisions,
+    head_changes,
     hidden_overwritten,
-    ix,
     moved,
     occupied_elsewhere,
     r1,
     r5,
     stash_resets,
     unreachable_from,
-    wt,
 )
 from guards.predict.blast.state import Target, command_options, context, files_under, read_state
 from guards.predict.cmdline import autostash
@@ -76,12 +75,7 @@ def worktree_remove(cmd: GitCommand) -> BlastRadius:
     if dirty and not force:
         return losses.radius(ctx)
     for e in state.entries.values():
-        kinds = []
-        if wt(e, e.head):
-            kinds.append(LossKind.WORKTREE)
-        if ix(e, e.head):
-            kinds.append(LossKind.STAGED)
-        losses.add(e.path, *(kinds or [LossKind.WORKTREE]))
+        losses.add(e.path, *(head_changes(e) or [LossKind.WORKTREE]))
     for p in state.untracked_files:
         losses.add(p, LossKind.UNTRACKED)
     for p in state.ignored_files:

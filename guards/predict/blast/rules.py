@@ -34,6 +34,12 @@ def wi(e: Entry) -> bool:
     return e.work != e.index
 
 
+def head_changes(e: Entry) -> list[str]:
+    """What ``e`` holds that HEAD does not: its file's changes, its staged ones."""
+    kinds = [LossKind.WORKTREE] if wt(e, e.head) else []
+    return [*kinds, LossKind.STAGED] if ix(e, e.head) else kinds
+
+
 #: How git writes the target: R1 commands write every path of X (``reset --hard``); a
 #: branch switch and ``reset --keep`` merge HEAD, index and X (two-way) and write only
 #: what X changes; ``reset --merge`` merges index and X (one-way).
@@ -190,6 +196,14 @@ def add_collisions(
     how: str = WRITES_ALL,
 ) -> None:
     slots = occupied_elsewhere(state, target, how)
+    _add_colliding(state, slots, losses, untracked=untracked, ignored=ignored)
+
+
+def _add_colliding(
+    state: State, slots: set[str], losses: Losses, *, untracked: bool, ignored: bool
+) -> None:
+    """The untracked (``untracked``) and ignored (``ignored``) files in the way of the
+    paths ``slots`` that git writes are lost."""
     if untracked:
         for p in _colliding_files(state, state.untracked, slots):
             losses.add(p, LossKind.UNTRACKED)
@@ -396,12 +410,7 @@ def stash_resets(state: State, losses: Losses, *, untracked: bool, ignored: bool
         for e in tracked_entries(state)
         if e.head is not None and (e.index is None or e.work is None) and not e.hidden
     }
-    if untracked:
-        for p in _colliding_files(state, state.untracked, slots):
-            losses.add(p, LossKind.UNTRACKED)
-    if ignored:
-        for p in _colliding_files(state, state.ignored, slots):
-            losses.add(p, LossKind.IGNORED)
+    _add_colliding(state, slots, losses, untracked=untracked, ignored=ignored)
 
 
 def hidden_overwritten(state: State, losses: Losses) -> None:

@@ -21,6 +21,7 @@ from guards.predict.blast.rules import (
     Losses,
     branch_reset_loss,
     collisions,
+    head_changes,
     head_move_loss,
     hidden_in_the_way,
     hidden_overwritten,
@@ -460,12 +461,7 @@ def _rm(ctx: Context, args: list[str]) -> BlastRadius:
     if not force and (submodules or any(_local_change(e) for e in checked)):
         return losses.radius(ctx)  # git refuses anything with local changes
     for e in tracked:
-        kinds = []
-        if wt(e, e.head):
-            kinds.append(LossKind.WORKTREE)
-        if ix(e, e.head):
-            kinds.append(LossKind.STAGED)
-        losses.add(e.path, *kinds)
+        losses.add(e.path, *head_changes(e))
     for e in submodules:
         losses.add(e.path, LossKind.WORKTREE, LossKind.UNTRACKED)
     return losses.radius(ctx)
@@ -528,12 +524,7 @@ def _mv(ctx: Context, args: list[str]) -> BlastRadius:
     losses = Losses()
     for e in tracked_entries(state):
         if e.path in wanted:
-            kinds = []
-            if wt(e, e.head):
-                kinds.append(LossKind.WORKTREE)
-            if ix(e, e.head):
-                kinds.append(LossKind.STAGED)
-            losses.add(e.path, *kinds)
+            losses.add(e.path, *head_changes(e))
     for kind, shown in ((LossKind.UNTRACKED, state.untracked), (LossKind.IGNORED, state.ignored)):
         for r in wanted & on_disk:
             if any(r == p or (p.endswith("/") and r.startswith(p)) for p in shown):
